@@ -1,0 +1,51 @@
+"""``perfgraph eval``: evaluate a scenario and print every cell (or some)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perfgraph.commands.options import add_format_option, add_scenario_options, load_scenario
+from perfgraph.explain import cell_view
+from perfgraph.render import render
+from perfgraph.scenario import Scenario
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
+                       description="Evaluate a scenario and print every cell, grouped.")
+    add_scenario_options(p)
+    add_format_option(p)
+    p.add_argument("--only", metavar="NAME[,NAME…]",
+                   help="print only these cells (comma-separated)")
+    p.add_argument("--group", "-g", action="append", default=[],
+                   help="print only these groups (repeatable)")
+    p.set_defaults(func=run)
+
+
+def title(scenario: Scenario) -> str:
+    return (f"{scenario.model.title} · {scenario.precision} · {scenario.hardware.title} · "
+            f"{scenario.workload.title}")
+
+
+def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[str]:
+    sheet = scenario.sheet
+    names = sheet.names
+    if only:
+        wanted = [n.strip() for n in only.split(",") if n.strip()]
+        for n in wanted:
+            sheet.declaration(n)  # UnknownNameError with a near miss
+        names = wanted
+    if groups:
+        names = [n for n in names if sheet.declaration(n).group in groups]
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args)
+    cells = [cell_view(scenario.sheet, n) for n in selected(scenario, args.only, args.group)]
+    extra = {"scenario": {"model": scenario.model.path, "hardware": scenario.hardware.path,
+                          "workload": scenario.workload.path,
+                          "precision": scenario.precision}}
+    sys.stdout.write(render(cells, args.format, title(scenario), **extra))
+    return 0

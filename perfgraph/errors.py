@@ -1,0 +1,123 @@
+"""perfgraph's errors.
+
+Every error a user can cause is a :class:`PerfgraphError`, which carries where it happened
+(file, line, column, cell name) and prints as one line: ``file:line:col: name: what``. Each
+also inherits the built-in it resembles, so callers that catch ``ValueError`` still work::
+
+    PerfgraphError
+     ├── TomlSyntaxError       (SyntaxError)   a TOML file does not parse
+     ├── FormulaSyntaxError    (SyntaxError)   a formula is outside the expression language
+     ├── UnknownNameError      (NameError)     a formula or --set names no cell
+     ├── UnitError             (ValueError)    an unknown unit or an unreadable quantity
+     ├── DimensionError        (TypeError)     a formula's dimensions differ from its unit
+     ├── CycleError            (ValueError)    a formula or pin would make a cycle
+     ├── DeclarationError      (ValueError)    a TOML entry of the wrong shape
+     ├── CatalogError          (LookupError)   no such model, hardware, workload, precision
+     ├── InputError            (ValueError)    a bad command-line value
+     └── EvaluationError       (ArithmeticError) reading a cell whose value is an error
+
+A cell whose evaluation fails does not raise: its value is a :class:`CellError`, like a
+spreadsheet's ``#DIV/0!``, and cells that read it get a CellError naming the root cause.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class PerfgraphError(Exception):
+    """Base of every error a user can cause; prints as ``where: name: message``."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 col: int | None = None, name: str | None = None, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        self.name = name
+        self.extra = extra
+
+    def located(self, *, file: str | None = None, line: int | None = None,
+                name: str | None = None) -> PerfgraphError:
+        """Fill in where the error happened, keeping whatever is already known."""
+        self.file = self.file or file
+        self.line = self.line or line
+        self.name = self.name or name
+        return self
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file
+            if self.line:
+                where += f":{self.line}"
+                if self.col:
+                    where += f":{self.col}"
+        parts = [p for p in (where, self.name) if p]
+        return ": ".join([*parts, self.message])
+
+
+class TomlSyntaxError(PerfgraphError, SyntaxError):
+    pass
+
+
+class FormulaSyntaxError(PerfgraphError, SyntaxError):
+    pass
+
+
+class UnknownNameError(PerfgraphError, NameError):
+    pass
+
+
+class UnitError(PerfgraphError, ValueError):
+    pass
+
+
+class DimensionError(PerfgraphError, TypeError):
+    pass
+
+
+class CycleError(PerfgraphError, ValueError):
+    pass
+
+
+class DeclarationError(PerfgraphError, ValueError):
+    pass
+
+
+class CatalogError(PerfgraphError, LookupError):
+    pass
+
+
+class InputError(PerfgraphError, ValueError):
+    pass
+
+
+class EvaluationError(PerfgraphError, ArithmeticError):
+    pass
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the nearest choice, or ``""`` if none is near."""
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+@dataclass(frozen=True)
+class CellError:
+    """The value of a cell that could not be computed.
+
+    ``message`` says why; ``root`` names the cell where the failure started (itself when
+    its own formula failed).
+    """
+
+    message: str
+    root: str
+
+    def __str__(self) -> str:
+        return self.message
