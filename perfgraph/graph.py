@@ -165,6 +165,12 @@ class Sheet:
         self._restructure(self._loaded[name])
         return self._recompute_from(name)
 
+    def restore(self, decl: Declaration) -> list[str]:
+        """Put back a declaration read earlier from :meth:`declaration` (an undo)."""
+        self._decl(decl.name)
+        self._restructure(decl)
+        return self._recompute_from(decl.name)
+
     def declare(self, decl: Declaration) -> None:
         """Add or replace a declaration (used by loaders); recomputes everything."""
         if decl.name not in self._decls:
