@@ -1,0 +1,160 @@
+"""The custom async-OpenAI client of github.com/sariekr/gpu_conc (``concurrency.py``).
+
+Two shapes: ``benchmark_concurrency_N.json`` (one run) and ``benchmark_summary_*.json``
+(``test_info`` + a ``results`` list of the same records).  Units are ms.  What the client
+measures (read from its source): "output tokens" are streamed chunks with non-empty
+``delta.content``; ``system_output_throughput`` is those chunks of the successful requests
+÷ the measured phase; the per-query output speed is chunks ÷ (end − first chunk), i.e. it
+excludes the TTFT.  The file records no token totals, so ISL/OSL are the client's targets.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    Adapter,
+    Context,
+    Document,
+    MeasuredRun,
+    build_run,
+    check_number,
+    completed_count,
+    first_record,
+    hardware_slug,
+    number,
+    put,
+)
+
+_LATENCIES = (  # file key, metric base, statistic
+    ("average_ttft", "ttft", "mean"),
+    ("median_ttft", "ttft", "median"),
+    ("p95_ttft", "ttft", "p95"),
+    ("p99_ttft", "ttft", "p99"),
+    ("average_latency_per_request", "e2el", "mean"),
+    ("median_end_to_end_latency", "e2el", "median"),
+    ("p95_end_to_end_latency", "e2el", "p95"),
+    ("p99_end_to_end_latency", "e2el", "p99"),
+)
+_SPEEDS = (("average_output_speed_per_query", "mean"), ("median_output_speed_per_query", "median"))
+DEFINITIONS = {
+    "ttft": "time to first non-empty content chunk, client side (streaming chat completion)",
+    "e2el": "end-to-end request latency: request start → end of stream (successful requests)",
+}
+
+
+class GpuConcAdapter(Adapter):
+    format = "gpu-conc"
+    reads = (
+        "sariekr/gpu_conc client JSON: benchmark_concurrency_N.json or "
+        "benchmark_summary_*.json (system_output_throughput, median_ttft, gpu_info)"
+    )
+
+    def detect(self, doc: Document) -> bool:
+        record = first_record(doc)
+        if isinstance(record, dict) and isinstance(record.get("results"), list):
+            record = record["results"][0] if record["results"] else None
+        return (
+            isinstance(record, dict)
+            and "system_output_throughput" in record
+            and "successful_requests" in record
+        )
+
+    def records(self, doc: Document):
+        data = doc.data
+        if doc.kind == "json" and isinstance(data, dict) and isinstance(data.get("results"), list):
+            return list(enumerate(data["results"]))
+        return super().records(doc)
+
+    def prepare(self, doc: Document, ctx: Context) -> dict:
+        info = doc.data.get("test_info", {}) if isinstance(doc.data, dict) else {}
+        return {"config": info.get("config") or {}, "gpu_info": info.get("gpu_info") or {}}
+
+    def read_record(self, record: dict, index: int, ctx: Context, shared: dict) -> MeasuredRun:
+        completed = completed_count(record, "successful_requests")
+        duration = number(record, "test_duration_seconds")
+        conc = number(record, "concurrency")
+        metrics = _metrics(record)
+        config = record.get("test_config") or shared["config"]
+        gpu = record.get("gpu_info") or shared["gpu_info"]
+        notes = _notes(record, metrics, conc, completed, duration, config)
+        count = gpu.get("count")
+        tp = 1 if count == 1 else None
+        if count not in (None, 1):
+            notes.append(f"gpu_info counts {count} GPUs; the file does not record the TP")
+        return build_run(
+            ctx,
+            self.format,
+            index,
+            metrics=metrics,
+            notes=notes,
+            model=record.get("model") or shared["config"].get("model"),
+            hardware=hardware_slug(gpu.get("model")),
+            tp=tp,
+            concurrency=conc,
+            isl_configured=number(config, "input_tokens", required=False),
+            osl_configured=number(config, "output_tokens", required=False),
+            completed=completed,
+            duration_s=duration,
+        )
+
+
+def _metrics(record: dict) -> dict:
+    metrics: dict = {}
+    for key, base, stat in _LATENCIES:
+        if record.get(key) is not None:
+            put(metrics, base, stat, check_number(record[key], key), "ms", DEFINITIONS[base])
+    for key, stat in _SPEEDS:
+        if record.get(key) is not None:
+            put(
+                metrics,
+                "output_speed_per_user",
+                stat,
+                check_number(record[key], key),
+                "token/s",
+                "content chunks (≈ tokens) / s of one request after its first chunk "
+                "(excludes TTFT)",
+            )
+    put(
+        metrics,
+        "output_throughput",
+        "mean",
+        number(record, "system_output_throughput"),
+        "token/s",
+        "content chunks (≈ output tokens) of successful requests / s of the measured "
+        "phase, whole system",
+    )
+    put(
+        metrics,
+        "request_throughput",
+        "mean",
+        number(record, "requests_per_second"),
+        "request/s",
+        "successful requests / s of the measured phase",
+    )
+    return metrics
+
+
+def _notes(record, metrics, conc, completed, duration, config) -> list[str]:
+    notes = [
+        "output 'tokens' are counted as streamed content chunks (one per token only if "
+        "the server streams token by token)"
+    ]
+    failed = number(record, "failed_requests", required=False)
+    if failed:
+        timeouts = (record.get("error_summary") or {}).get("timeout_errors")
+        notes.append(
+            f"{int(failed)} requests failed ({timeouts} timeouts, request_timeout "
+            f"{config.get('request_timeout')} s) and are excluded from every statistic"
+        )
+    mean_e2el = metrics.get("e2el")
+    if mean_e2el is not None:
+        inflight = metrics["request_throughput"].value * mean_e2el.value / 1000.0
+        notes.append(
+            f"Little's law: requests/s × mean e2el = {inflight:.1f} requests in flight "
+            f"on average (configured concurrency {conc:g})"
+        )
+    per_request = metrics["output_throughput"].value * duration / completed
+    notes.append(
+        f"implied output per successful request: output_throughput × duration ÷ "
+        f"successful = {per_request:.0f} chunks (target {config.get('output_tokens')})"
+    )
+    return notes

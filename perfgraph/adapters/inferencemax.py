@@ -1,0 +1,235 @@
+"""InferenceMAX (SemiAnalysis) results.
+
+* ``inferencemax``: dashboard rows (a JSON array) with Hardware, Framework, Precision, TP,
+  Conc, "TTFT (ms)", "TPOT (ms)", "E2EL (s)", "TPUT per GPU".  "TPUT per GPU" is total
+  (input + output) tokens/s ÷ TP.  The rows carry neither the model nor ISL/OSL: lengths come
+  from overrides or from the parent directory name ("1k1k", "8k1k-70b") — the only place a
+  path is used, and for lengths only.
+* ``inferencemax-agg``: ``agg_*.json`` written by InferenceMAX's utils/process_result.py from
+  a vLLM/SGLang benchmark_serving result: one object (or a list of them) with hw, conc, tp,
+  isl, osl, model, ``tput_per_gpu`` (= total_token_throughput ÷ GPUs), ``output_tput_per_gpu``,
+  ``input_tput_per_gpu`` and ``mean/median/std/p99_{ttft,tpot,itl,e2el}`` in SECONDS.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import (
+    Adapter,
+    Context,
+    Document,
+    MeasuredRun,
+    RunRefused,
+    build_run,
+    collect_stats,
+    first_record,
+    hardware_slug,
+    number,
+    put,
+)
+
+DEFAULT_MODEL = "Llama-3.3-70B"  # the dashboard rows collected in PROVENANCE.md are all this model
+PER_GPU = "total (input + output) tokens / s ÷ {gpus}"
+DEFINITIONS = {
+    "ttft": "time to first token, mean over the run (InferenceMAX, vLLM benchmark_serving)",
+    "tpot": "time per output token EXCLUDING the first: (latency − ttft)/(output tokens − 1) per "
+    "request",
+    "itl": "inter-token latency: gap between successive streamed chunks (excludes the first token)",
+    "e2el": "end-to-end request latency",
+}
+_K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768}
+
+
+def _hardware(text, notes: list[str]) -> str | None:
+    slug = hardware_slug(text, bare_h100="h100-sxm")
+    if slug == "h100-sxm" and "sxm" not in str(text).lower():
+        notes.append(f"hardware '{text}' read as h100-sxm: InferenceMAX's H100 runners are SXM")
+    return slug
+
+
+def _lengths_from_dir(doc: Document) -> tuple[int, int, str] | None:
+    for part in (doc.directory.name, doc.directory.parent.name):
+        m = re.match(r"^(\d+k)(\d+k)(?:\b|-|_|$)", part.lower())
+        if m and m.group(1) in _K and m.group(2) in _K:
+            return _K[m.group(1)], _K[m.group(2)], part
+    return None
+
+
+class InferenceMaxRowsAdapter(Adapter):
+    format = "inferencemax"
+    reads = (
+        'InferenceMAX dashboard rows: JSON array of {Hardware, TP, Conc, "TTFT (ms)", '
+        '"TPOT (ms)", "E2EL (s)", "TPUT per GPU"}'
+    )
+
+    def detect(self, doc: Document) -> bool:
+        record = first_record(doc)
+        return bool(record) and {"Hardware", "TTFT (ms)", "TPUT per GPU"} <= set(record)
+
+    def prepare(self, doc: Document, ctx: Context) -> dict:
+        lengths = None
+        if "isl" not in ctx.values or "osl" not in ctx.values:
+            lengths = _lengths_from_dir(doc)
+        lowest: dict[tuple, float] = {}
+        for _, row in self.records(doc):
+            try:
+                key, ttft = _group(row), number(row, "TTFT (ms)")
+                lowest[key] = min(ttft, lowest.get(key, ttft))
+            except (RunRefused, TypeError, AttributeError):
+                continue
+        return {"lengths": lengths, "lowest_ttft": lowest}
+
+    def read_record(self, record: dict, index: int, ctx: Context, shared: dict) -> MeasuredRun:
+        tp = int(number(record, "TP"))
+        if tp < 1:
+            raise RunRefused(f"'TP' is {tp}: must be at least 1")
+        conc = number(record, "Conc")
+        ttft, tpot = number(record, "TTFT (ms)"), number(record, "TPOT (ms)")
+        e2el_s, per_gpu = number(record, "E2EL (s)"), number(record, "TPUT per GPU")
+        notes = [
+            f"{record.get('Framework', '?')} {record.get('Precision', '?')}; TTFT/TPOT/E2EL "
+            "are means over the run",
+            "TPUT per GPU is total (input+output) tokens/s ÷ TP",
+        ]
+        metrics: dict = {}
+        put(metrics, "ttft", "mean", ttft, "ms", DEFINITIONS["ttft"])
+        put(metrics, "tpot", "mean", tpot, "ms", DEFINITIONS["tpot"])
+        put(metrics, "e2el", "mean", e2el_s * 1000.0, "ms", DEFINITIONS["e2el"])
+        put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", PER_GPU.format(gpus="TP"))
+        put(
+            metrics,
+            "total_throughput",
+            "mean",
+            per_gpu * tp,
+            "token/s",
+            "input + output tokens / s, whole system (derived: TPUT per GPU × TP)",
+        )
+        lowest = shared["lowest_ttft"].get(_group(record))
+        if lowest and ttft > 5 * lowest:
+            notes.append(
+                f"TTFT {ttft:.0f} ms is {ttft / lowest:.0f}× the lowest TTFT at this "
+                "hardware/TP in the file: requests queued (the server could not hold "
+                "this concurrency)"
+            )
+        isl_cfg, osl_cfg = _lengths(shared["lengths"], notes)
+        if tpot > 0:
+            implied = (e2el_s * 1000.0 - ttft) / tpot + 1
+            notes.append(
+                f"implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {implied:.0f}"
+                + (f" (configured {osl_cfg})" if osl_cfg else "")
+            )
+        model = record.get("Model")
+        if not model and "model" not in ctx.values:
+            model = DEFAULT_MODEL
+            notes.append(
+                f"model not in the rows; assumed {DEFAULT_MODEL} (the InferenceMAX rows "
+                "in PROVENANCE.md); pass overrides={'model': ...} for other files"
+            )
+        return build_run(
+            ctx,
+            self.format,
+            index,
+            metrics=metrics,
+            notes=notes,
+            model=model,
+            hardware=_hardware(record["Hardware"], notes),
+            tp=tp,
+            concurrency=conc,
+            isl_configured=isl_cfg,
+            osl_configured=osl_cfg,
+        )
+
+
+def _group(row: dict) -> tuple:
+    return (row.get("Hardware"), row.get("Framework"), row.get("Precision"), row.get("TP"))
+
+
+def _lengths(lengths, notes: list[str]) -> tuple[int | None, int | None]:
+    if lengths is None:
+        return None, None
+    isl, osl, part = lengths
+    notes.append(
+        f"ISL/OSL {isl}/{osl} taken from the directory name '{part}' (the rows carry no "
+        "lengths); configured values — InferenceMAX draws random lengths with a range "
+        "ratio, so the measured means are lower and unknown here"
+    )
+    return isl, osl
+
+
+class InferenceMaxAggAdapter(Adapter):
+    format = "inferencemax-agg"
+    reads = (
+        "InferenceMAX agg_*.json from utils/process_result.py (hw, conc, tp, isl, osl, "
+        "tput_per_gpu, mean/median/p99_{ttft,tpot,itl,e2el} in seconds)"
+    )
+
+    def detect(self, doc: Document) -> bool:
+        record = first_record(doc)
+        return bool(record) and {"hw", "conc", "tput_per_gpu"} <= set(record)
+
+    def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
+        notes: list[str] = []
+        metrics = collect_stats(record, {k: k for k in DEFINITIONS}, "", 1000.0, DEFINITIONS)
+        if not metrics:
+            raise RunRefused("no latency statistics (mean_ttft, median_tpot, ...) in the record")
+        tp, gpus = _gpus(record, notes)
+        split = record.get("is_multinode")
+        for key, base, what in (
+            (
+                "tput_per_gpu",
+                "throughput_per_gpu",
+                f"total (input + output) tokens / s ÷ {gpus} GPUs",
+            ),
+            (
+                "output_tput_per_gpu",
+                "output_throughput_per_gpu",
+                "output tokens / s ÷ " + ("decode GPUs" if split else f"{gpus} GPUs"),
+            ),
+            (
+                "input_tput_per_gpu",
+                "input_throughput_per_gpu",
+                "input tokens / s ÷ " + ("prefill GPUs" if split else f"{gpus} GPUs"),
+            ),
+        ):
+            value = number(record, key, required=(key == "tput_per_gpu"))
+            if value is not None:
+                put(metrics, base, "mean", value, "token/s", what)
+        put(
+            metrics,
+            "total_throughput",
+            "mean",
+            metrics["throughput_per_gpu"].value * gpus,
+            "token/s",
+            f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})",
+        )
+        notes.append("latencies converted from seconds (agg files) to ms")
+        return build_run(
+            ctx,
+            self.format,
+            index,
+            metrics=metrics,
+            notes=notes,
+            model=record.get("model"),
+            label_prefix=f"{record.get('framework', '')} {record.get('precision', '')}".strip(),
+            hardware=_hardware(record["hw"], notes),
+            tp=tp,
+            concurrency=number(record, "conc"),
+            isl_configured=number(record, "isl", required=False),
+            osl_configured=number(record, "osl", required=False),
+        )
+
+
+def _gpus(record: dict, notes: list[str]) -> tuple[int | None, int]:
+    if record.get("is_multinode"):
+        gpus = int(number(record, "num_prefill_gpu") + number(record, "num_decode_gpu"))
+        notes.append(
+            f"disaggregated multinode run: prefill TP {record.get('prefill_tp')} × "
+            f"{record.get('prefill_num_workers')}, decode TP {record.get('decode_tp')} × "
+            f"{record.get('decode_num_workers')}, {gpus} GPUs; tp left empty"
+        )
+        return None, gpus
+    tp = int(number(record, "tp"))
+    if tp < 1:
+        raise RunRefused(f"'tp' is {tp}: must be at least 1")
+    return tp, tp

@@ -1,0 +1,156 @@
+"""SGLang ``python -m sglang.bench_serving --output-file`` JSON Lines (one run per line).
+
+Old (v0.3/0.4) lines carry only medians for TTFT/ITL and the mean/median E2E latency;
+newer lines add mean/std/p99 of ttft, tpot, itl and e2e latency.  No line names the model,
+the TP or the GPU: those come from overrides or a sidecar meta.toml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .base import (
+    Adapter,
+    Context,
+    Document,
+    MeasuredRun,
+    build_run,
+    collect_stats,
+    completed_count,
+    first_record,
+    fmt_num,
+    length_note,
+    load_of,
+    number,
+    pacing_note,
+    put_rate,
+)
+
+_NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e_latency": "e2el"}
+DEFINITIONS = {
+    "ttft": "time to first token: request sent → first streamed chunk",
+    "tpot": "time per output token EXCLUDING the first: (latency − ttft)/(output tokens − 1) "
+    "per request",
+    "itl": "inter-token latency: gap between successive streamed chunks, pooled over all "
+    "requests (excludes the first token)",
+    "e2el": "end-to-end request latency: request sent → last chunk",
+}
+
+
+def looks_like_sglang(record: Mapping | None) -> bool:
+    return (
+        bool(record)
+        and "completed" in record
+        and "duration" in record
+        and (
+            "total_output_tokens_retokenized" in record
+            or any(k.endswith("_e2e_latency_ms") for k in record)
+        )
+    )
+
+
+class SGLangAdapter(Adapter):
+    format = "sglang"
+    reads = (
+        "SGLang bench_serving --output-file JSONL (one run per line; *_e2e_latency_ms, "
+        "median_ttft_ms, total_output_tokens_retokenized)"
+    )
+
+    def detect(self, doc: Document) -> bool:
+        return looks_like_sglang(first_record(doc))
+
+    def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
+        completed = completed_count(record, "completed")
+        duration = number(record, "duration")
+        total_in = number(record, "total_input_tokens")
+        total_out = number(record, "total_output_tokens")
+        metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
+        notes: list[str] = []
+        if "ttft" not in metrics and "ttft_median" in metrics:
+            notes.append(
+                "the file gives only the MEDIAN TTFT and ITL (old SGLang schema); "
+                "no mean TTFT/ITL/TPOT exists for this run"
+            )
+        _throughputs(record, metrics, completed, duration, total_in, total_out, notes)
+        isl_cfg, osl_cfg, prefix = _configured(record, notes)
+        isl, osl = total_in / completed, total_out / completed
+        why = _range_why(record)
+        notes += [length_note("ISL", isl, isl_cfg, why), length_note("OSL", osl, osl_cfg, why)]
+        conc, rate = load_of(record)
+        notes.append(pacing_note(rate, metrics["request_throughput"].value))
+        if not {"model", "tp", "hardware"} <= set(ctx.values):
+            notes.append(
+                "SGLang bench_serving lines record no model, TP or GPU; give them with "
+                "overrides or a perfgraph.meta.toml sidecar"
+            )
+        return build_run(
+            ctx,
+            self.format,
+            index,
+            metrics=metrics,
+            notes=notes,
+            label_prefix=prefix,
+            model=record.get("model_id") or record.get("model"),
+            concurrency=conc,
+            request_rate=rate,
+            isl=isl,
+            osl=osl,
+            isl_configured=isl_cfg,
+            osl_configured=osl_cfg,
+            completed=completed,
+            duration_s=duration,
+        )
+
+
+def _throughputs(record, metrics, completed, duration, total_in, total_out, notes) -> None:
+    put_rate(metrics, "output_throughput", number(record, "output_throughput"))
+    put_rate(
+        metrics,
+        "total_throughput",
+        (total_in + total_out) / duration,
+        "derived: token totals / duration",
+    )
+    given = number(record, "request_throughput", required=False)
+    if given is None:
+        put_rate(
+            metrics, "request_throughput", completed / duration, "derived: completed / duration"
+        )
+        notes.append(
+            "total_throughput and request_throughput derived from the token totals, "
+            "completed and duration (the line does not carry them)"
+        )
+    else:
+        put_rate(metrics, "request_throughput", given)
+    given_in = number(record, "input_throughput", required=False)
+    if given_in is None:
+        put_rate(
+            metrics, "input_throughput", total_in / duration, "derived: total_input / duration"
+        )
+    else:
+        put_rate(metrics, "input_throughput", given_in)
+
+
+def _configured(record: dict, notes: list[str]) -> tuple[float | None, float | None, str]:
+    dataset = str(record.get("dataset_name") or "")
+    if dataset.startswith("random"):
+        isl = number(record, "random_input_len", required=False)
+        osl = number(record, "random_output_len", required=False)
+        lens = f" {fmt_num(isl)}/{fmt_num(osl)}" if isl is not None and osl is not None else ""
+        return isl, osl, f"{dataset}{lens}"
+    if dataset and ("random_input_len" in record):
+        notes.append(
+            f"dataset {dataset}: the random_input_len/random_output_len fields in the "
+            "line do not apply and are ignored"
+        )
+    osl = number(record, "sharegpt_output_len", required=False)
+    return None, osl, dataset
+
+
+def _range_why(record: dict) -> str:
+    ratio = record.get("random_range_ratio")
+    if not str(record.get("dataset_name") or "").startswith("random") or ratio is None:
+        return ""
+    return (
+        f" (random_range_ratio {ratio}: each length is drawn uniformly from "
+        f"[max(1, {ratio}·len), len], so the mean is below the configured length)"
+    )

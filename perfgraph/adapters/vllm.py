@@ -1,0 +1,227 @@
+"""vLLM ``benchmarks/benchmark_serving.py --save-result`` / ``vllm bench serve`` result JSON.
+
+* ``vllm-legacy`` (v0.4-v0.5 era): ``input_throughput`` + ``output_throughput``, no
+  ``total_token_throughput``; ``mean/median/std/p99`` of ``ttft``/``tpot``/``itl`` in ms
+  (some forks add ``*_latency_ms`` for the end-to-end latency).
+* ``vllm`` (v0.6+): ``total_token_throughput``, ``*_e2el_ms``, ``request_goodput`` (spelt
+  ``"request_goodput:"`` with a trailing colon in several versions), ``max_concurrency``,
+  percentile keys like ``p99_itl_ms``/``p99.9_ttft_ms``.  ``--append-result`` files hold one
+  result per line (JSONL); each line is one run.
+
+With ``--save-detailed`` (or in old versions always) per-request arrays ``output_lens``,
+``ttfts``, ``itls``, ``errors`` are present and are used to check zero-length outputs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from .base import (
+    Adapter,
+    Context,
+    Document,
+    MeasuredRun,
+    RunRefused,
+    build_run,
+    check_number,
+    collect_stats,
+    completed_count,
+    first_record,
+    hardware_slug,
+    length_note,
+    load_of,
+    number,
+    pacing_note,
+    put,
+    put_rate,
+)
+from .sglang import looks_like_sglang
+
+_NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2el", "latency": "e2el"}
+DEFINITIONS = {
+    "ttft": "time to first token: request sent → first streamed chunk",
+    "tpot": "time per output token EXCLUDING the first: (latency − ttft)/(output tokens − 1) "
+    "per request (requests with > 1 token), then averaged",
+    "itl": "inter-token latency: gap between successive streamed chunks, pooled over all "
+    "requests (excludes the first token; a chunk may carry several tokens)",
+    "e2el": "end-to-end request latency: request sent → last chunk",
+}
+
+
+def _is_vllm(record: dict | None) -> bool:
+    return (
+        bool(record)
+        and "completed" in record
+        and "duration" in record
+        and not looks_like_sglang(record)
+        and any(k.endswith(("_ttft_ms", "_tpot_ms", "_e2el_ms")) for k in record)
+    )
+
+
+def _is_current(record: dict) -> bool:
+    return "total_token_throughput" in record or any(k.endswith("_e2el_ms") for k in record)
+
+
+class VllmAdapter(Adapter):
+    format = "vllm"
+    reads = (
+        "vLLM benchmark_serving / `vllm bench serve` result JSON v0.6+ (total_token_throughput, "
+        "*_e2el_ms, request_goodput); JSONL from --append-result"
+    )
+    legacy = False
+
+    def detect(self, doc: Document) -> bool:
+        record = first_record(doc)
+        return _is_vllm(record) and _is_current(record) != self.legacy
+
+    def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
+        completed = completed_count(record, "completed")
+        duration = number(record, "duration")
+        total_in = number(record, "total_input_tokens")
+        total_out = number(record, "total_output_tokens")
+        metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
+        notes: list[str] = []
+        self._throughputs(record, metrics, notes)
+        _per_request(record, metrics, notes)
+        failed = number(record, "failed", required=False)
+        if failed:
+            notes.append(f"{int(failed)} requests failed and are excluded from every statistic")
+        conc, rate = load_of(record)
+        notes.append(pacing_note(rate, metrics["request_throughput"].value))
+        isl_cfg = number(record, "random_input_len", required=False)
+        osl_cfg = number(record, "random_output_len", required=False)
+        isl, osl = total_in / completed, total_out / completed
+        notes += [length_note("ISL", isl, isl_cfg), length_note("OSL", osl, osl_cfg)]
+        tp = record.get("tensor_parallel_size") or record.get("tp")
+        return build_run(
+            ctx,
+            self.format,
+            index,
+            metrics=metrics,
+            notes=notes,
+            model=record.get("model_id"),
+            concurrency=conc,
+            request_rate=rate,
+            hardware=hardware_slug(record.get("gpu") or record.get("hardware")),
+            tp=int(check_number(tp, "tp")) if tp is not None else None,
+            isl=isl,
+            osl=osl,
+            isl_configured=isl_cfg,
+            osl_configured=osl_cfg,
+            completed=completed,
+            duration_s=duration,
+        )
+
+    def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
+        put_rate(metrics, "request_throughput", number(record, "request_throughput"))
+        put_rate(metrics, "output_throughput", number(record, "output_throughput"))
+        put_rate(metrics, "total_throughput", number(record, "total_token_throughput"))
+        goodput_key = "request_goodput" if "request_goodput" in record else "request_goodput:"
+        goodput = number(record, goodput_key, required=False)
+        if goodput is None:
+            return
+        what = "requests meeting every --goodput SLO / s"
+        put(metrics, "request_goodput", "mean", goodput, "request/s", what)
+        if goodput_key.endswith(":"):
+            notes.append(
+                "goodput read from the key 'request_goodput:' (trailing colon, as "
+                "several vLLM versions spell it)"
+            )
+
+
+class VllmLegacyAdapter(VllmAdapter):
+    format = "vllm-legacy"
+    reads = (
+        "old vLLM benchmark_serving --save-result JSON (v0.4-0.5: input_throughput, "
+        "mean/median/std/p99 ttft/tpot/itl ms, optional *_latency_ms, per-request arrays)"
+    )
+    legacy = True
+
+    def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
+        put_rate(metrics, "request_throughput", number(record, "request_throughput"))
+        out = put_rate(metrics, "output_throughput", number(record, "output_throughput"))
+        inp = put_rate(metrics, "input_throughput", number(record, "input_throughput"))
+        put_rate(metrics, "total_throughput", inp + out, "derived: input + output throughput")
+        notes.append(
+            "total_throughput derived as input_throughput + output_throughput "
+            "(old vLLM files carry no total)"
+        )
+
+
+def _per_request(record: dict, metrics: dict, notes: list[str]) -> None:
+    outs, ttfts = record.get("output_lens"), record.get("ttfts")
+    if not isinstance(outs, list) or not isinstance(ttfts, list):
+        return
+    errors = record.get("errors") if isinstance(record.get("errors"), list) else [""] * len(outs)
+    if not len(outs) == len(ttfts) == len(errors):
+        notes.append("per-request arrays differ in length; not used")
+        return
+    try:
+        outs = [check_number(o, "output_lens[]") for o in outs]
+        ttfts = [check_number(t, "ttfts[]") * 1000.0 for t in ttfts]
+    except RunRefused as exc:
+        notes.append(f"per-request arrays not used: {exc}")
+        return
+    ok = [not e for e in errors]
+    zero = sum(1 for o, good in zip(outs, ok, strict=True) if good and o == 0)
+    if zero:
+        notes.append(
+            f"{zero} of {len(outs)} completed requests returned zero output tokens "
+            "(their ttft is recorded as 0.0 ms); they still count in 'completed', "
+            "e2el and the OSL mean"
+        )
+        valid = [t for t, o, good in zip(ttfts, outs, ok, strict=True) if good and o > 0]
+        if valid:
+            _recompute_ttft(metrics, valid, notes)
+    _chunk_note(record.get("itls"), outs, ok, notes)
+
+
+def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str]) -> None:
+    old = metrics.get("ttft")
+    for key, m in list(metrics.items()):
+        if key == "ttft" or key.startswith("ttft_"):
+            metrics[key] = type(m)(
+                summarize(valid, m.statistic),
+                "ms",
+                m.statistic,
+                f"{DEFINITIONS['ttft']}; recomputed over the {len(valid)} requests with output > 0",
+            )
+    new = metrics.get("ttft")
+    if old is not None and new is not None:
+        notes.append(
+            f"ttft statistics recomputed from the per-request array over the "
+            f"{len(valid)} requests with output > 0: mean {new.value:.2f} ms "
+            f"(the file's mean {old.value:.2f} ms averaged in the zero-length requests)"
+        )
+
+
+def _chunk_note(itls, outs: list[float], ok: list[bool], notes: list[str]) -> None:
+    if not isinstance(itls, list) or len(itls) != len(outs):
+        return
+    rows = zip(itls, outs, ok, strict=True)
+    chunks = sum(len(g) + 1 for g, o, good in rows if good and o > 0 and isinstance(g, list))
+    tokens = sum(o for o, good in zip(outs, ok, strict=True) if good)
+    if chunks and tokens / chunks > 1.5:
+        notes.append(
+            f"streamed {chunks} chunks for {tokens:.0f} output tokens (≈{tokens / chunks:.1f} "
+            "tokens per chunk): itl is per chunk, so itl ≫ tpot here"
+        )
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile, as numpy.percentile computes it."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(values: list[float], stat: str) -> float:
+    if stat == "mean":
+        return statistics.fmean(values)
+    if stat in ("median", "p50"):
+        return statistics.median(values)
+    if stat == "std":
+        return statistics.pstdev(values)  # numpy's default (ddof=0)
+    return percentile(values, float(stat[1:]))
