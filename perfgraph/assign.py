@@ -65,9 +65,9 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
     except FormulaSyntaxError as syntax:
         try:
             magnitude, dims = parse_quantity(text)
-        except UnitError:
-            if text[:1].isdigit() or text[:1] in ".-+":
-                raise UnitError(f"cannot read {text!r} as a number with units") from None
+        except UnitError as unit_error:
+            if "unknown unit" in unit_error.message:
+                raise unit_error from None
             raise syntax from None
         return Assignment(value=_convert(decl, magnitude, dims, text, bare=False))
     if formula.names:

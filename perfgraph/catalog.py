@@ -135,6 +135,11 @@ class Entry:
         return self.doc.path
 
     @property
+    def slug(self) -> str:
+        """The catalog name (the file's stem): ``h100-sxm``."""
+        return Path(self.doc.path).stem
+
+    @property
     def title(self) -> str:
         return str(self.doc.data.get("name", Path(self.doc.path).stem))
 

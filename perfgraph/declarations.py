@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from perfgraph.errors import DeclarationError
 from perfgraph.formula import Formula, parse
-from perfgraph.units import Unit, unit
+from perfgraph.units import FORMULA_UNITS, Unit, unit
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,10 @@ class Declaration:
             raise DeclarationError(
                 "a cell name must be a plain identifier (letters, digits, _; not starting "
                 "with _ or a digit)", name=self.name)
+        if self.name in FORMULA_UNITS:
+            raise DeclarationError(
+                f"{self.name!r} is a unit in formulas; choose another cell name",
+                name=self.name)
         if self.value is not None and self.formula is not None:
             raise DeclarationError("a cell has either a value or a formula, not both",
                                    name=self.name)

@@ -122,8 +122,8 @@ def parse(text: str) -> Formula:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise FormulaSyntaxError(f"invalid formula {text!r}: {exc.msg}",
-                                 col=exc.offset) from None
+        at = f" at column {exc.offset}" if exc.offset else ""
+        raise FormulaSyntaxError(f"invalid formula {text!r}: {exc.msg}{at}") from None
     except (RecursionError, MemoryError, ValueError):
         raise FormulaSyntaxError(f"formula {text[:40]!r}… is nested too deeply") from None
     try:
@@ -140,8 +140,9 @@ class _Validator:
         self.text = text
 
     def fail(self, node: ast.AST, what: str) -> FormulaSyntaxError:
-        return FormulaSyntaxError(f"{what} is not allowed in a formula: {self.text!r}",
-                                  col=getattr(node, "col_offset", -1) + 1)
+        col = getattr(node, "col_offset", None)
+        at = f" (column {col + 1})" if col is not None else ""
+        return FormulaSyntaxError(f"{what} is not allowed in a formula: {self.text!r}{at}")
 
     def collect(self, node: ast.AST) -> list[str]:
         names: list[str] = []
@@ -176,8 +177,12 @@ class _Validator:
                 self.walk(child, names)
         elif isinstance(node, ast.Call):
             self.call(node, names)
+        elif isinstance(node, ast.Attribute):
+            raise self.fail(node, f"attribute access (.{node.attr})")
+        elif isinstance(node, (ast.Subscript, ast.Slice)):
+            raise self.fail(node, "indexing")
         else:
-            raise self.fail(node, type(node).__name__)
+            raise self.fail(node, f"{type(node).__name__} syntax")
 
     def constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, bool) or isinstance(node.value, (int, float)):
@@ -200,12 +205,16 @@ class _Validator:
             raise self.fail(node, f"an exponent of {exp:g} (at most ±{MAX_EXPONENT:g})")
 
     def call(self, node: ast.Call, names: list[str]) -> None:
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            what = node.func.id if isinstance(node.func, ast.Name) else "this call"
+        if not isinstance(node.func, ast.Name):
+            self.walk(node.func, names)  # reports the attribute access or whatever it is
+            raise self.fail(node, "calling the result of an expression")
+        if node.func.id.startswith("_"):
+            raise self.fail(node, f"the name {node.func.id!r} (leading underscore)")
+        if node.func.id not in FUNCTIONS:
+            what = node.func.id
             known = ", ".join(sorted(FUNCTIONS))
             raise FormulaSyntaxError(
-                f"unknown function {what!r} in {self.text!r}; known: {known}",
-                col=node.col_offset + 1)
+                f"unknown function {what!r} in {self.text!r}; known: {known}")
         if node.keywords:
             raise self.fail(node, "a keyword argument")
         arity = FUNCTIONS[node.func.id][0]
@@ -215,19 +224,32 @@ class _Validator:
             want = arity if arity is not None else "one or more"
             raise FormulaSyntaxError(
                 f"{node.func.id}() takes {want} argument(s), got {len(node.args)}: "
-                f"{self.text!r}", col=node.col_offset + 1)
+                f"{self.text!r}")
         for arg in node.args:
             self.walk(arg, names)
 
 
 def _constant_number(node: ast.AST) -> float | None:
-    """The value of a numeric literal (``2``, ``-0.5``), else None."""
+    """The value of an expression of numeric literals alone (``2``, ``-0.5``, ``10 ** 3``).
+
+    None when it reads a name; ``inf`` when folding it overflows (``10 ** 10 ** 10``).
+    """
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _constant_number(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
         return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _constant_number(node.left), _constant_number(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            return math.inf
+        try:
+            return float(_BINOPS[type(node.op)][1](left, right))
+        except (OverflowError, ZeroDivisionError, ValueError, TypeError):
+            return math.inf
     return None
 
 

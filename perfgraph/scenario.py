@@ -82,7 +82,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     file_entry = _scenario_file(spec.file) if spec.file else None
     chosen = {kind: getattr(spec, kind) or _from_file(file_entry, kind) or DEFAULTS[kind]
               for kind in DEFAULTS}
-    entries = {kind: load_entry(kind, _relative(file_entry, chosen[kind]))
+    entries = {kind: _catalog_entry(file_entry, kind, chosen[kind])
                for kind in ("hardware", "model", "workload")}
     decls = dict(_sheet_declarations())
     for kind in ("hardware", "model", "workload"):
@@ -96,6 +96,16 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
                     precision=chosen["precision"], file=file_entry)
+
+
+def _catalog_entry(file_entry: Entry | None, kind: str, name: str) -> Entry:
+    """Load a catalog entry; an unknown one named in a scenario file points at its line."""
+    try:
+        return load_entry(kind, _relative(file_entry, name))
+    except CatalogError as exc:
+        if file_entry is not None and _from_file(file_entry, kind) == name:
+            raise exc.located(file=file_entry.path, line=file_entry.doc.line(kind)) from None
+        raise
 
 
 def _scenario_file(path: str) -> Entry:

@@ -42,9 +42,13 @@ ureg.define("request = [request] = requests = req")
 
 Q_ = ureg.Quantity
 
-#: Dimensions a bare unit name may carry inside a formula (``2 * FLOP / token``). A unit such
-#: as ``m`` or ``alpha`` in a formula is almost surely a typo, so it is reported as unknown.
-FORMULA_DIMENSIONS = frozenset({"[flop]", "[token]", "[request]", "[information]", "[time]"})
+#: The unit names a formula may use bare (``2 * FLOP / token``, ``0 * ms``). A fixed list, so
+#: that no cell name is ever read as a unit (Pint knows ``a`` as a year and ``pp`` as a point);
+#: a cell may not be named after one of these.
+FORMULA_UNITS = frozenset(
+    [p + base for p in ("", "k", "M", "G", "T", "P", "E") for base in ("FLOP", "B", "bit")]
+    + ["KiB", "MiB", "GiB", "TiB", "token", "tokens", "request", "requests",
+       "s", "ms", "us", "ns"])
 
 
 class Unit:
@@ -140,25 +144,24 @@ def unit(text: str) -> Unit:
 
 def formula_unit(name: str) -> Unit | None:
     """The unit a bare name in a formula stands for, or None if it is not one we allow."""
-    try:
-        u = unit(name)
-    except UnitError:
-        return None
-    if u.dims.dimensionless:
-        return None
-    if all(dim in FORMULA_DIMENSIONS for dim, _ in u.dims.items):
-        return u
-    return None
+    return unit(name) if name in FORMULA_UNITS else None
 
 
 def parse_quantity(text: str) -> tuple[float, Dims]:
     """``"3.35 TB/s"`` → (magnitude in canonical units, its Dims). UnitError on anything else."""
+    expected = "expected a number with units such as \"3.35 TB/s\""
     try:
         q = ureg.Quantity(text)
-    except (pint.UndefinedUnitError, pint.DefinitionSyntaxError, AttributeError,
-            TypeError, ValueError, AssertionError, SyntaxError) as exc:
-        raise UnitError(f"cannot read {text!r} as a number with units", unit=text) from exc
-    if not isinstance(q, pint.Quantity) or not isinstance(q.magnitude, (int, float)):
-        raise UnitError(f"cannot read {text!r} as a number with units", unit=text)
+    except pint.UndefinedUnitError as exc:
+        unknown = ", ".join(repr(u) for u in exc.unit_names) if hasattr(exc, "unit_names") \
+            else str(exc)
+        raise UnitError(f"cannot read {text!r}: unknown unit {unknown}; {expected}",
+                        unit=text) from None
+    except (pint.DefinitionSyntaxError, AttributeError, TypeError, ValueError,
+            AssertionError, SyntaxError, pint.DimensionalityError) as exc:
+        raise UnitError(f"cannot read {text!r}; {expected}", unit=text) from exc
+    if not isinstance(q, pint.Quantity) or not isinstance(q.magnitude, (int, float)) \
+            or isinstance(q.magnitude, bool):
+        raise UnitError(f"cannot read {text!r}; {expected}", unit=text)
     base = q.to_base_units()
     return float(base.magnitude), Dims.of(q.units)

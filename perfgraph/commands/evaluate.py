@@ -44,8 +44,8 @@ def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[st
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)
     cells = [cell_view(scenario.sheet, n) for n in selected(scenario, args.only, args.group)]
-    extra = {"scenario": {"model": scenario.model.path, "hardware": scenario.hardware.path,
-                          "workload": scenario.workload.path,
+    extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
+                          "workload": scenario.workload.slug,
                           "precision": scenario.precision}}
     sys.stdout.write(render(cells, args.format, title(scenario), **extra))
     return 0

@@ -1,0 +1,21 @@
+"""Shared fixtures: scenarios loaded from the catalogs, as a user would name them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfgraph.scenario import Scenario, ScenarioSpec, load
+
+DATA = Path(__file__).parent / "data"
+
+
+def scenario(*sets: tuple[str, object], **choices: str) -> Scenario:
+    """Load a catalog scenario with ``--set``-style overrides (values as the CLI takes them)."""
+    return load(ScenarioSpec(sets=tuple((k, str(v)) for k, v in sets), **choices))
+
+
+@pytest.fixture
+def default_scenario() -> Scenario:
+    return load()
