@@ -63,6 +63,8 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
     try:
         formula = parse(text)
     except FormulaSyntaxError as syntax:
+        if not (text[:1].isdigit() or text[:1] in ".-+"):
+            raise syntax from None
         try:
             magnitude, dims = parse_quantity(text)
         except UnitError as unit_error:
