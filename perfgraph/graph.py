@@ -10,6 +10,7 @@ it say so, and the rest of the sheet computes.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -263,32 +264,68 @@ class Sheet:
         """Evaluate every cell over whole columns, each formula once.
 
         ``columns`` gives inputs (in their declared units) that vary by row; the result has
-        every cell, in declared units, NaN where a row fails.
+        every cell, in declared units, NaN where a row fails (as the cell would fail).
+        Only the cells downstream of ``columns`` are evaluated; the others are constant
+        columns of their current value.
         """
-        env: dict[str, Any] = {}
-        failed: set[str] = set()
+        env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
+                               for n, v in self._values.items()}
         with np.errstate(all="ignore"):
-            for name in self._order:
-                decl = self._decls[name]
-                if name in columns:
-                    env[name] = np.asarray(columns[name], dtype=float) * decl.parsed_unit.factor
-                    continue
-                fn = self._compiled.get(name)
-                if fn is None or any(src in failed for src in self._reads[name]):
-                    v = self._values[name] if fn is None else CellError("", name)
-                    if isinstance(v, CellError):
-                        failed.add(name)
-                        env[name] = math.nan
-                    else:
-                        env[name] = v
-                    continue
-                try:
-                    env[name] = fn(env)
-                except (ZeroDivisionError, OverflowError, ValueError, TypeError):
-                    env[name] = math.nan
+            for name in self._varying(columns):
+                env[name] = self._column(name, columns, env)
         out: dict[str, np.ndarray] = {}
-        for name in self._decls:
-            col = np.broadcast_to(np.asarray(env[name], dtype=float), (length,))
-            col = col / self._decls[name].parsed_unit.factor
-            out[name] = np.where(np.isfinite(col), col, np.nan)
+        seen: set[int] = set()
+        for name, decl in self._decls.items():
+            v, factor = env[name], decl.parsed_unit.factor
+            if not isinstance(v, np.ndarray):
+                out[name] = np.full(length, v / factor)
+            elif factor != 1:
+                out[name] = v / factor
+            else:  # a formula that is just another cell: give it its own copy
+                out[name] = v.copy() if id(v) in seen else v
+            seen.add(id(out[name]))
         return out
+
+    def _varying(self, columns: Mapping[str, np.ndarray]) -> list[str]:
+        """The cells that ``columns`` reach (themselves included), in topological order."""
+        reach = {self._decl(n).name for n in columns}
+        for n in list(reach):
+            reach |= nx.descendants(self._graph, n)
+        return [n for n in self._order if n in reach]
+
+    def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
+                ) -> Any:
+        """One cell over the rows: NaN where it, or any cell it reads, fails."""
+        if name in columns:
+            value = np.asarray(columns[name], dtype=float) * self._decls[name].parsed_unit.factor
+            return _nan_for_inf(value)
+        reads = [env[src] for src in self._reads[name]]
+        if any(not isinstance(v, np.ndarray) and v != v for v in reads):
+            return math.nan
+        try:
+            value = self._compiled[name](env)
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            return math.nan
+        if not isinstance(value, np.ndarray):
+            value = float(value)
+            return value if math.isfinite(value) else math.nan
+        if _may_hide_nan(self._decls[name]):
+            # a comparison or a choice can turn a failed read into a number; it must not
+            bad = np.zeros(value.shape, dtype=bool)
+            for v in reads:
+                if isinstance(v, np.ndarray):
+                    bad |= np.isnan(v)
+            value = np.where(bad, math.nan, value)
+        return _nan_for_inf(value)
+
+
+def _nan_for_inf(column: np.ndarray) -> np.ndarray:
+    inf = np.isinf(column)
+    return np.where(inf, math.nan, column) if inf.any() else column
+
+
+def _may_hide_nan(decl: Declaration) -> bool:
+    """True when a formula can give a number from a NaN read (comparisons, choices, **)."""
+    assert decl.formula is not None
+    return any(isinstance(node, (ast.Compare, ast.BoolOp, ast.IfExp, ast.Pow, ast.Not))
+               for node in ast.walk(decl.formula.tree))
