@@ -332,8 +332,8 @@ class _DimsWalker:
 
 def _compile(node: ast.expr) -> Fn:
     if isinstance(node, ast.Constant):
-        value = (parse_quantity(node.value)[0] if isinstance(node.value, str)
-                 else float(node.value))
+        raw: Any = node.value
+        value = parse_quantity(raw)[0] if isinstance(raw, str) else float(raw)
         return lambda env: value
     if isinstance(node, ast.Name):
         u = formula_unit(node.id)
@@ -421,7 +421,8 @@ class _Renderer(ast.NodeVisitor):
         return symbol + self.wrap(node.operand, 3)
 
     def visit_Constant(self, node: ast.Constant) -> str:
-        return repr(node.value) if isinstance(node.value, str) else f"{node.value:g}"
+        raw: Any = node.value
+        return repr(raw) if isinstance(raw, str) else f"{raw:g}"
 
     def visit_Name(self, node: ast.Name) -> str:
         return node.id if formula_unit(node.id) is not None else self.show(node.id)

@@ -11,6 +11,7 @@ it say so, and the rest of the sheet computes.
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -250,7 +251,7 @@ class Sheet:
     def dependents(self, name: str) -> list[str]:
         return sorted(self._graph.successors(self._decl(name).name))
 
-    def downstream(self, name: str) -> set[str]:
+    def downstream(self, name: str) -> builtins.set[str]:
         return set(nx.descendants(self._graph, self._decl(name).name))
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pint
 
@@ -28,7 +29,8 @@ def _registry() -> pint.UnitRegistry:
     text = text.replace("@import constants_en.txt",
                         (folder / "constants_en.txt").read_text(encoding="utf-8"))
     text = text.replace("\nbit = []", "\nbit = [information]")
-    registry = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False)
+    registry: pint.UnitRegistry = pint.UnitRegistry(None,
+                                                    autoconvert_offset_to_baseunit=False)
     registry.load_definitions(text.splitlines())
     if registry.byte.dimensionless:  # pragma: no cover - a Pint whose file we did not expect
         raise RuntimeError("could not give bytes a dimension in this version of Pint")
@@ -81,8 +83,9 @@ class Dims:
         self.items = items
 
     @classmethod
-    def of(cls, unit: pint.Unit) -> Dims:
-        return cls(tuple(sorted(dict(unit.dimensionality).items())))
+    def of(cls, unit: Any) -> Dims:
+        """The Dims of a Pint unit."""
+        return cls(tuple(sorted((k, float(v)) for k, v in dict(unit.dimensionality).items())))
 
     @classmethod
     def none(cls) -> Dims:
@@ -151,7 +154,7 @@ def parse_quantity(text: str) -> tuple[float, Dims]:
     """``"3.35 TB/s"`` → (magnitude in canonical units, its Dims). UnitError on anything else."""
     expected = "expected a number with units such as \"3.35 TB/s\""
     try:
-        q = ureg.Quantity(text)
+        q: Any = ureg.Quantity(text)
     except pint.UndefinedUnitError as exc:
         unknown = ", ".join(repr(u) for u in exc.unit_names) if hasattr(exc, "unit_names") \
             else str(exc)

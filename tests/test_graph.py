@@ -151,3 +151,16 @@ def test_models_with_their_own_kv_formula() -> None:
     # MLA: one 512 + 64 latent per layer, 61 layers, 1 byte each at FP8
     assert sc.sheet.magnitude("kv_bytes_per_token", "B/token") == 61 * (512 + 64)
     assert sc.sheet.magnitude("n_active_params") < sc.sheet.magnitude("n_params") / 10
+
+
+def test_notebook_api_reads_cells_as_quantities() -> None:
+    import perfgraph
+
+    sc = perfgraph.load(model="llama-3.1-8b", precision="bf16", hardware="h100-sxm",
+                        set={"tp": 1, "concurrency": 1, "isl": 16, "osl": 16})
+    itl = sc.sheet.get("itl")
+    assert str(itl.units) == "millisecond"
+    # batch 1 on one H100: 16.06 GB of bf16 weights over 3.35 TB/s
+    assert itl.to("ms").magnitude == pytest.approx(16.06e9 / 3.35e12 * 1e3, rel=0.01)
+    sc.sheet.set("concurrency", 128)
+    assert sc.sheet.get("throughput").to("token/s").magnitude > 100 * 200
