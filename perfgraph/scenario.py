@@ -1,8 +1,9 @@
 """A scenario: which model, hardware, workload and precision, plus the user's own settings.
 
 Layers apply in order, each overriding the last: the formula sheets' defaults, the hardware,
-the model, the workload, the precision (weight_bytes, kv_bytes, peak_flops), the scenario
-file's ``[values]``/``[cells]``, then each ``--set``. Every value remembers where it came
+the model, the workload, the precision (weight_bytes, kv_bytes, peak_flops), a calibration
+overlay (``--calibration``, written by ``perfgraph calibrate``), the scenario file's
+``[values]``/``[cells]``, then each ``--set``. Every value remembers where it came
 from, so an error in any layer names its file and line.
 """
 
@@ -24,6 +25,7 @@ from perfgraph.graph import Sheet
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
             "precision": "fp8"}
 SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "values", "cells")
+CALIBRATION_KEYS = ("name", "doc", "values", "cells")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
 
@@ -37,6 +39,7 @@ class ScenarioSpec:
     workload: str | None = None
     precision: str | None = None
     sets: tuple[tuple[str, str], ...] = ()
+    calibration: str | None = None  # a calibration overlay (TOML with [values]/[cells])
 
 
 @dataclass
@@ -51,6 +54,7 @@ class Scenario:
     precision: str
     file: Entry | None = None
     notes: list[str] = field(default_factory=list)
+    calibration: Entry | None = None
 
     def choice(self, kind: str) -> str:
         return {"model": self.model, "hardware": self.hardware,
@@ -88,6 +92,9 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     for kind in ("hardware", "model", "workload"):
         _apply(decls, entries[kind])
     _apply_precision(decls, entries["hardware"], chosen["precision"])
+    calibration = _overlay_file(spec.calibration) if spec.calibration else None
+    if calibration is not None:
+        _apply(decls, calibration)
     if file_entry is not None:
         _apply(decls, file_entry)
     for name, raw in spec.sets:
@@ -95,7 +102,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     sheet = Sheet(decls.values())
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
-                    precision=chosen["precision"], file=file_entry)
+                    precision=chosen["precision"], file=file_entry, calibration=calibration)
 
 
 def _catalog_entry(file_entry: Entry | None, kind: str, name: str) -> Entry:
@@ -113,6 +120,14 @@ def _scenario_file(path: str) -> Entry:
         raise CatalogError(f"no such scenario file: {path}", file=path)
     entry = Entry("scenario", tomlfile.read(path))
     check_keys(entry, SCENARIO_KEYS)
+    return entry
+
+
+def _overlay_file(path: str) -> Entry:
+    if not Path(path).is_file():
+        raise CatalogError(f"no such calibration file: {path}", file=path)
+    entry = Entry("calibration", tomlfile.read(path))
+    check_keys(entry, CALIBRATION_KEYS)
     return entry
 
 

@@ -22,6 +22,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
                        metavar="NAME=VALUE",
                        help="set an input or pin any cell to a value ('4.8 TB/s') or a "
                             "formula ('floor(max_concurrency_paged)'); repeatable")
+    group.add_argument("--calibration", metavar="FILE",
+                       help="a calibration overlay (efficiency inputs fitted to measured runs "
+                            "by 'perfgraph calibrate'), applied after the precision")
 
 
 def add_format_option(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS,
@@ -34,7 +37,8 @@ def spec_from_args(args: argparse.Namespace) -> ScenarioSpec:
     return ScenarioSpec(
         file=getattr(args, "scenario", None), model=args.model, hardware=args.hardware,
         workload=args.workload, precision=args.precision,
-        sets=tuple(parse_set(s) for s in args.sets))
+        sets=tuple(parse_set(s) for s in args.sets),
+        calibration=getattr(args, "calibration", None))
 
 
 def load_scenario(args: argparse.Namespace) -> Scenario:
