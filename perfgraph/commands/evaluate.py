@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfgraph.commands.options import add_format_option, add_scenario_options, load_scenario
+from perfgraph import export
+from perfgraph.atomic import write_text_atomic
+from perfgraph.commands.options import (
+    FORMATS,
+    add_format_option,
+    add_scenario_options,
+    load_scenario,
+)
+from perfgraph.errors import InputError
 from perfgraph.explain import cell_view
 from perfgraph.render import render
 from perfgraph.scenario import Scenario
@@ -15,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
                        description="Evaluate a scenario and print every cell, grouped.")
     add_scenario_options(p)
-    add_format_option(p)
+    add_format_option(p, (*FORMATS, "parquet"))
+    p.add_argument("--out", "-o", metavar="FILE",
+                   help="write to FILE instead of stdout (needed for parquet: one row, "
+                        "every cell a column, units in the file's metadata)")
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="print only these cells (comma-separated)")
     p.add_argument("--group", "-g", action="append", default=[],
@@ -43,9 +54,19 @@ def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[st
 
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)
-    cells = [cell_view(scenario.sheet, n) for n in selected(scenario, args.only, args.group)]
+    names = selected(scenario, args.only, args.group)
+    if args.format == "parquet":
+        if not args.out:
+            raise InputError("--format parquet needs --out FILE.parquet")
+        export.write_scenario(args.out, scenario, names)
+        return 0
+    cells = [cell_view(scenario.sheet, n) for n in names]
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
                           "precision": scenario.precision}}
-    sys.stdout.write(render(cells, args.format, title(scenario), **extra))
+    text = render(cells, args.format, title(scenario), **extra)
+    if args.out:
+        write_text_atomic(args.out, text)
+        return 0
+    sys.stdout.write(text)
     return 0

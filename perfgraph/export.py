@@ -1,0 +1,133 @@
+"""Parquet out: every cell a column named as in the vocabulary, units in the file's metadata.
+
+A file carries ``perfgraph.units``, a JSON object ``{column: unit}`` (each unit a string Pint
+reads once FLOP and token are defined), in its key-value metadata, where Polars
+(``pl.read_parquet_metadata``) and pyarrow (``pq.read_metadata(path).metadata``) both read
+it. Where pyarrow is installed the same object is also put in the Arrow schema's metadata,
+and each column's unit in its field metadata (``unit``), so ``pq.read_table(path).schema``
+shows them. Values are in each cell's declared unit, NaN where the cell failed.
+
+Frames are streamed: the writer pulls one chunk at a time, so a file can be far larger than
+memory. The file appears only when complete (``perfgraph.atomic``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+from polars.exceptions import PolarsError
+
+from perfgraph.atomic import write_atomic
+from perfgraph.catalog import KINDS, catalog_dir
+from perfgraph.errors import InputError
+from perfgraph.graph import Sheet
+from perfgraph.scenario import Scenario
+
+UNITS_KEY = "perfgraph.units"
+#: Fast to write; constant columns (most of a sweep's) shrink to almost nothing.
+COMPRESSION = "lz4"
+#: The columns naming the catalog choices of each row, before the cells.
+CHOICE_COLUMNS = (*KINDS, "precision")
+
+Frames = Callable[[], Iterator[pl.DataFrame]]
+
+
+def choices(scenario: Scenario) -> dict[str, str]:
+    """Model, hardware, workload (catalog slugs, or the path of a file outside the
+    catalog) and precision, as a user would name them."""
+    named = {kind: _entry_name(kind, scenario.choice(kind)) for kind in KINDS}
+    return {**named, "precision": scenario.precision}
+
+
+def _entry_name(kind: str, path: str) -> str:
+    p = Path(path).resolve()
+    return p.stem if p.parent == catalog_dir(kind).resolve() else path
+
+
+def units(sheet: Sheet, names: Sequence[str]) -> dict[str, str]:
+    return {n: sheet.declaration(n).unit for n in names}
+
+
+def schema(cells: Sequence[str]) -> dict[str, pl.DataType]:
+    """Choice columns (text), then one Float64 column per cell."""
+    return {**{c: pl.String() for c in CHOICE_COLUMNS}, **{n: pl.Float64() for n in cells}}
+
+
+def scenario_frame(scenario: Scenario, cells: Sequence[str]) -> pl.DataFrame:
+    """One row: the scenario's choices and every cell in ``cells`` (NaN where it failed)."""
+    sheet = scenario.sheet
+    row: dict[str, object] = dict(choices(scenario))
+    for name in cells:
+        row[name] = float("nan") if sheet.error(name) else sheet.magnitude(name)
+    return pl.DataFrame([row], schema=schema(cells))
+
+
+def write_scenario(path: str | Path, scenario: Scenario, cells: Sequence[str]) -> None:
+    """``perfgraph eval --format parquet --out FILE``: one row, every cell a column."""
+    frame = scenario_frame(scenario, cells)
+    write_frames(path, lambda: iter([frame]), schema(cells), units(scenario.sheet, cells))
+
+
+def write_frames(path: str | Path, frames: Frames, columns: Mapping[str, pl.DataType],
+                 column_units: Mapping[str, str], extra: Mapping[str, str] | None = None,
+                 ) -> None:
+    """Stream ``frames()`` into a Parquet file at ``path``, all or nothing.
+
+    ``columns`` is the schema every frame has; ``column_units`` goes into the metadata,
+    with ``extra`` key-values beside it.
+    """
+    metadata = {UNITS_KEY: json.dumps(dict(column_units)), **(extra or {})}
+    source = pl.io.plugins.register_io_source(_source(frames), schema=dict(columns))
+
+    def write(tmp: Path) -> None:
+        try:
+            source.sink_parquet(tmp, compression=COMPRESSION, metadata=metadata,
+                                arrow_schema=_arrow_schema(columns, column_units, metadata))
+        except PolarsError as exc:
+            raise OSError(str(exc).splitlines()[0]) from None
+
+    write_atomic(path, write)
+
+
+def _source(frames: Frames) -> Callable[..., Iterator[pl.DataFrame]]:
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None,
+               n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
+        left = n_rows
+        for frame in frames():
+            if with_columns is not None:
+                frame = frame.select(with_columns)
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if left is not None:
+                frame, left = frame.head(left), left - min(left, frame.height)
+            yield frame
+            if left == 0:
+                return
+    return source
+
+
+def _arrow_schema(columns: Mapping[str, pl.DataType], column_units: Mapping[str, str],
+                  metadata: Mapping[str, str]) -> object | None:
+    """The Arrow schema with units in schema and field metadata, when pyarrow is here."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - the key-value metadata still carries the units
+        return None
+    fields = [pa.field(name, pa.float64() if dtype == pl.Float64 else pa.large_string(),
+                       metadata={"unit": column_units[name]} if name in column_units else None)
+              for name, dtype in columns.items()]
+    return pa.schema(fields, metadata=dict(metadata))
+
+
+def read_units(path: str | Path) -> dict[str, str]:
+    """The ``{column: unit}`` a file written here carries (InputError if it has none)."""
+    try:
+        metadata = pl.read_parquet_metadata(path)
+    except (OSError, PolarsError) as exc:
+        raise InputError(f"cannot read Parquet metadata: {exc}", file=str(path)) from None
+    if UNITS_KEY not in metadata:
+        raise InputError(f"no {UNITS_KEY} metadata: not written by perfgraph", file=str(path))
+    return json.loads(metadata[UNITS_KEY])
