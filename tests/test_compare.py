@@ -1,0 +1,260 @@
+"""perfgraph compare: measured runs held against the roofline, like for like.
+
+The oracle is the seed's worked example (how-fast-can-llm-inference-go: Llama-3 70B FP8 on
+2 × H100 SXM, ISL = OSL = 1024, 64 users: TTFT 36.22 ms, decode step 12.85 ms, 4980 output
+tok/s = 2490 per GPU), which is exactly InferenceMAX's 1k1k H100 TP2 conc-64 row's setup.
+The seed counts P = 7.00e10 parameters, so those checks pin n_params to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from perfgraph.adapters import Metric, read_runs
+from perfgraph.cli import main
+from perfgraph.compare import compare_runs, median_possible, model_curve, run_points
+from perfgraph.compare_report import read_measured
+from perfgraph.run_setup import Baseline, model_slug, precision_hint
+from perfgraph.scenario import ScenarioSpec, load
+
+DATA = Path(__file__).parent / "data" / "measured"
+IMAX = DATA / "inferencemax_llama70b_fp8"
+H100 = (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json")
+SGLANG = DATA / "sglang_h200_datacrunch" / "llama_3_3_70b_online_output.jsonl"
+LAMBDA = DATA / "lambda_vllm054_1xH100-80GB-SXM_prompt_10" / \
+    "Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
+SEED_P = ("n_params", "7e10"), ("n_active_params", "7e10")
+
+
+def compared(*paths, **spec):
+    runs = [run for p in paths for run in read_runs(p).runs]
+    return compare_runs(runs, Baseline.from_spec(ScenarioSpec(**spec)))
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return compared(*H100)
+
+
+def test_every_inferencemax_h100_row_compares_and_none_beats_the_roofline(h100):
+    assert len(h100) == 30
+    for c in h100:
+        assert c.error is None, c.error
+        ttft, tpot, tput = c.metric("ttft"), c.metric("tpot"), c.metric("throughput")
+        # like for like: TPUT per GPU (total tokens ÷ TP) vs throughput × (isl+osl)/osl ÷ n_gpus
+        assert tput.measured_as == "throughput_per_gpu"
+        assert "total (input + output) tokens / s ÷ TP" in tput.definition
+        assert "(isl + osl)/osl ÷ n_gpus" in tput.definition
+        assert tput.measured <= tput.modelled
+        assert ttft.measured >= ttft.modelled and tpot.measured >= tpot.modelled
+        assert tpot.measured_as == "tpot" and ttft.statistic == "mean"
+        assert not any(f.id == "beats-roofline" for f in c.findings)
+
+
+def test_median_percent_of_possible_of_the_h100_rows_is_in_the_seeds_20_to_50(h100):
+    median = median_possible(h100)
+    assert 0.20 <= median <= 0.50
+    assert median == pytest.approx(0.3145, abs=0.001)
+    assert median_possible(h100, "tpot") == pytest.approx(0.3435, abs=0.001)
+
+
+def test_the_seed_worked_example_row_against_the_seed_numbers():
+    """1k1k H100 TP2 conc 64: the seed's configuration, P = 7e10."""
+    c = compared(H100[0], sets=SEED_P)[4]
+    assert (c.setup.tp, c.setup.concurrency, c.setup.isl, c.setup.osl) == (2, 64, 1024, 1024)
+    assert c.metric("ttft").modelled == pytest.approx(36.22, abs=0.01)
+    assert c.metric("tpot").modelled == pytest.approx(12.85, abs=0.01)
+    # total tokens per GPU: the seed's 2490 output tok/s per GPU × (1024 + 1024)/1024
+    assert c.metric("throughput").modelled == pytest.approx(2 * 2490, rel=2e-3)
+    assert c.metric("throughput").measured == pytest.approx(2127.2857)
+    assert c.possible == pytest.approx(2127.2857 / 4980, rel=2e-3)
+    assert c.metric("ttft").possible == pytest.approx(36.22 / 134.7738, rel=1e-3)
+    # MFU = 2 × 2127.3 tok/s × 2 × 7e10 FLOP ÷ (2 × 1978.9 TFLOP/s)
+    assert c.mfu == pytest.approx(2 * 2127.2857 * 2 * 7e10 / (2 * 1978.9e12), rel=1e-4)
+    # MBU = 8.61e10 B per step ÷ 29.0358 ms ÷ (2 × 3.35 TB/s)
+    assert c.mbu == pytest.approx(8.61e10 / 29.0358e-3 / 6.70e12, rel=2e-3)
+    assert c.headroom == pytest.approx(1 / c.mbu)
+    assert [f.id for f in c.findings if not f.id.startswith("lever:")] == ["low-mbu"]
+
+
+def test_queued_requests_are_named_where_ttft_is_in_the_seconds(h100):
+    row = h100[15 + 4]  # 8k1k TP2 conc 64: TTFT 58 s
+    queued = [f for f in row.findings if f.id == "queued"]
+    assert queued and "199×" in queued[0].text and "concurrency 64" in queued[0].text
+    assert not any(f.id == "queued" for f in h100[0].findings)
+
+
+def test_rate_paced_runs_use_littles_law_and_say_so():
+    c = compared(DATA / "synthetic" / "vllm_append_result.jsonl", hardware="h100-sxm",
+                 sets=(("tp", "4"),))[0]
+    assert c.setup.concurrency == pytest.approx(3.9840637 * 11.2004)
+    assert any("Little's law" in n for n in c.setup.notes)
+    assert any("tp 4 from the scenario options" in n for n in c.setup.notes)
+    assert c.metric("throughput").measured_as == "output_throughput"
+
+
+def test_sglang_runs_need_model_hardware_and_tp_and_compare_medians():
+    refused = compared(SGLANG)
+    assert all(c.error and "pass --model" in c.error for c in refused)
+    runs = compared(SGLANG, model="llama-3.3-70b", hardware="h200", precision="bf16",
+                    sets=(("tp", "4"),))
+    first = runs[0]
+    assert first.error is None and first.setup.precision == "bf16"
+    assert first.setup.isl == pytest.approx(508.7067, rel=1e-4)  # measured mean, not 1024
+    assert first.metric("ttft").statistic == "median"
+    assert first.metric("tpot").measured_as == "itl_median"
+    assert "ITL" in first.metric("tpot").definition
+    assert all(c.metric("throughput").possible < 1 for c in runs)
+
+
+def test_lambda_run_compares_tpot_not_per_chunk_itl():
+    refused = compared(LAMBDA)[0]
+    assert "pass --hardware" in refused.error
+    c = compared(LAMBDA, hardware="h100-sxm", sets=(("tp", "1"),))[0]
+    assert (c.setup.model, c.setup.precision) == ("llama-3.1-8b", "fp8")
+    assert c.metric("tpot").measured_as == "tpot"
+    assert c.metric("tpot").measured == pytest.approx(6.0185, rel=1e-4)
+
+
+def test_a_model_the_catalog_lacks_is_refused_unless_one_is_given():
+    path = DATA / "gpu_conc_h100_pcie" / "benchmark_concurrency_64.json"
+    assert "'openai/gpt-oss-20b' is not in the model catalog" in compared(path)[0].error
+    c = compared(path, model="gpt-oss-120b")[0]
+    assert c.error is None and c.setup.model == "gpt-oss-120b"
+    assert any("not in the catalog; compared as gpt-oss-120b" in n for n in c.setup.notes)
+
+
+def test_the_file_wins_over_the_options_where_it_speaks(h100):
+    c = compared(H100[0], hardware="h200", sets=(("tp", "8"),))[0]
+    assert (c.setup.hardware, c.setup.tp) == ("h100-sxm", 2)
+    assert any("--hardware h200 not used" in n for n in c.setup.notes)
+
+
+@pytest.mark.parametrize("text, slug", [
+    ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.3-70b"),
+    ("neuralmagic/Meta-Llama-3.1-8B-FP8", "llama-3.1-8b"),
+    ("Llama-3.3-70B", "llama-3.3-70b"),
+    ("openai/gpt-oss-20b", None),
+    ("/lustre/fsw/models/Kimi-K2.5-NVFP4", None),
+    (None, None),
+])
+def test_model_slug(text, slug):
+    assert model_slug(text) == slug
+
+
+def test_precision_hint():
+    assert precision_hint("Kimi-K2.5-NVFP4") == "fp4"
+    assert precision_hint("Meta-Llama-3.1-8B-FP8") == "fp8"
+    assert precision_hint("Llama-3.3-70B") is None
+
+
+def test_head_of_line_blocking_and_beating_the_roofline_are_named(h100):
+    run = read_runs(H100[0]).runs[4]
+    metrics = dict(run.metrics)
+    metrics["tpot_median"] = Metric(20.0, "ms", "median", "tpot")
+    metrics["tpot_p99"] = Metric(200.0, "ms", "p99", "tpot")
+    metrics["throughput_per_gpu"] = Metric(9000.0, "token/s", "mean", "total ÷ TP")
+    odd = dataclasses.replace(run, metrics=metrics)
+    c = compare_runs([odd], Baseline.from_spec(ScenarioSpec()))[0]
+    ids = [f.id for f in c.findings]
+    assert "head-of-line" in ids and "beats-roofline" in ids
+    hol = next(f for f in c.findings if f.id == "head-of-line")
+    assert "10.0× the median" in hol.text and "chunked prefill" in hol.lever
+
+
+def test_levers_are_added_when_the_levers_module_exists(monkeypatch):
+    symptom = types.SimpleNamespace(title="MBU under 60%")
+    lever = types.SimpleNamespace(id="cuda-graphs", title="CUDA Graphs", tradeoff="capture")
+    effect = types.SimpleNamespace(cell="itl", unit="ms", before=20.0, after=15.0)
+    seen = []
+
+    def diagnose(sheet):
+        seen.append(sheet.magnitude("mbu"))
+        return [types.SimpleNamespace(symptom=symptom, lever=lever, effects=(effect,),
+                                      error=None)]
+    fake = types.ModuleType("perfgraph.levers")
+    fake.diagnose = diagnose
+    monkeypatch.setitem(sys.modules, "perfgraph.levers", fake)
+    c = compared(H100[0])[4]
+    lever_found = [f for f in c.findings if f.id == "lever:cuda-graphs"]
+    assert lever_found and lever_found[0].effect == "itl 20 ms → 15 ms"
+    assert len(seen) == 15 and seen[4] == pytest.approx(100 * c.mbu)  # measured MBU, in %
+
+
+def test_model_curve_and_run_points_for_the_dashboard(h100):
+    sheet = load(ScenarioSpec(sets=SEED_P)).sheet
+    curve = model_curve(sheet, [1, 16, 64])
+    assert curve["throughput"][2] == pytest.approx(4980, rel=2e-3)
+    assert curve["itl"][2] == pytest.approx(12.85, abs=0.01)
+    assert np.all(np.diff(curve["throughput"]) > 0)
+    points = run_points(h100[:5])
+    assert list(points["concurrency"]) == [4, 8, 16, 32, 64]
+    # output tok/s of the run: TPUT per GPU × TP × OSL/(ISL+OSL)
+    assert points["throughput"][4] == pytest.approx(2127.2857 * 2 * 0.5)
+    assert points["itl"][4] == pytest.approx(29.0358)
+
+
+# --------------------------------------------------------------------------- malformed files
+
+
+def test_every_bad_file_is_a_reported_problem_never_a_crash():
+    measured = read_measured([str(DATA / "bad")])
+    reasons = {Path(p.source).name: p.reason for p in measured.problems}
+    assert "file is empty" in reasons["empty.json"]
+    assert "not valid JSON" in reasons["truncated.json"]
+    assert "matches no known measured-run format" in reasons["unknown_format.json"]
+    assert "'completed' is 0" in reasons["zero_completed.json"]
+    assert "NaN" in reasons["aiperf_nan_ttft.json"]
+    assert "no such file" in read_measured(["nope.json"]).problems[0].reason
+
+
+def test_cli_compare_prints_the_table_and_the_summary(capsys):
+    assert main(["compare", *map(str, H100)]) == 0
+    out = capsys.readouterr().out
+    assert "[format: inferencemax]" in out
+    assert "median % of possible: TTFT 26.2%, TPOT 34.4%, E2EL 36.4%, throughput 31.4%" in out
+    assert "no run beats the roofline" in out
+    assert "per GPU here is total (input + output) tokens / s ÷ TP" in out
+
+
+def test_cli_compare_with_bad_files_reports_them_and_goes_on(capsys):
+    assert main(["compare", str(DATA / "bad"), str(H100[0])]) == 0
+    out = capsys.readouterr().out
+    assert "refused:" in out and "empty.json: file is empty" in out
+    assert "15 runs compared" in out
+
+
+def test_cli_compare_with_nothing_comparable_fails_cleanly(capsys):
+    assert main(["compare", str(DATA / "bad")]) == 1
+    err = capsys.readouterr().err
+    assert "no run could be compared" in err and "Traceback" not in err
+
+
+def test_cli_compare_json_markdown_and_parquet(tmp_path, capsys):
+    assert main(["compare", str(H100[0]), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["compared"] == 15
+    assert doc["runs"][4]["metrics"]["throughput"]["possible"] == pytest.approx(0.43, abs=0.01)
+    assert main(["compare", str(H100[0]), "--format", "markdown"]) == 0
+    assert "| run | model at | TTFT |" in capsys.readouterr().out
+    out = tmp_path / "runs.parquet"
+    assert main(["compare", str(H100[0]), "--format", "parquet", "--out", str(out)]) == 0
+    frame = pl.read_parquet(out)
+    assert frame.height == 15
+    assert frame["throughput_possible"][4] == pytest.approx(0.43, abs=0.01)
+    assert main(["compare", str(H100[0]), "--format", "parquet"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_cli_compare_bad_scenario_option_is_one_line(capsys):
+    assert main(["compare", str(H100[0]), "--hardware", "h100-sxn"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown hardware 'h100-sxn'" in err and "Traceback" not in err
