@@ -20,6 +20,7 @@ COMMANDS = (
     "perfgraph.commands.import_model",
     "perfgraph.commands.compare",
     "perfgraph.commands.sweep",
+    "perfgraph.commands.diff",
 )
 
 
