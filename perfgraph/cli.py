@@ -19,6 +19,7 @@ COMMANDS = (
     "perfgraph.commands.explain",
     "perfgraph.commands.import_model",
     "perfgraph.commands.compare",
+    "perfgraph.commands.calibrate",
     "perfgraph.commands.sweep",
     "perfgraph.commands.diff",
 )

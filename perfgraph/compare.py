@@ -168,9 +168,10 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
         runs, setups, strict=True))]
     derived = measured_utilisation(sheet, cols, measured)
+    like = like_for_like(sheet, model, [m.throughput_key for m in measured])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
-        metrics = _metrics(sheet, model, i, setup, measured[i])
+        metrics = _metrics(sheet, like, i, setup, measured[i])
         mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
         found = findings(run, setup, metrics, mbu, headroom,
                          sheet if levers else None)
@@ -222,12 +223,27 @@ def _measured(run: MeasuredRun, setup: Setup, gpus: float) -> _Measured:
     return _Measured(latencies, key, value, run.metrics[key].definition, output)
 
 
-def _metrics(sheet: Sheet, model: Mapping[str, np.ndarray], i: int, setup: Setup,
+def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
+                  throughput_keys: Sequence[str | None]) -> dict[str, np.ndarray]:
+    """The model's TTFT, TPOT and E2EL (ms), and its throughput (token/s) in each run's own
+    definition — output, total, or total per GPU — from ``evaluate_columns`` output."""
+    out = {metric: in_unit(sheet, values, cell, u) for metric, (cell, u, _) in LATENCIES.items()}
+    output = in_unit(sheet, values, "throughput", "token/s")
+    isl, osl = in_unit(sheet, values, "isl", "token"), in_unit(sheet, values, "osl", "token")
+    total = output * (isl + osl) / osl
+    choices = {"output_throughput": output, "total_throughput": total,
+               "throughput_per_gpu": total / np.asarray(values["n_gpus"], dtype=float)}
+    out["throughput"] = np.array([choices[k][i] if k else math.nan
+                                  for i, k in enumerate(throughput_keys)], dtype=float)
+    return out
+
+
+def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: Setup,
              measured: _Measured) -> tuple[MetricComparison, ...]:
     out = []
     for metric, (cell, unit_text, _) in LATENCIES.items():
         got = measured.latencies[metric]
-        value = _finite(in_unit(sheet, model, cell, unit_text)[i])
+        value = _finite(like[metric][i])
         if got is None:
             out.append(MetricComparison(metric, unit_text, None, None, None, value, cell,
                                         _SAYS[metric].format(stat="—"),
@@ -237,28 +253,19 @@ def _metrics(sheet: Sheet, model: Mapping[str, np.ndarray], i: int, setup: Setup
         out.append(MetricComparison(metric, unit_text, got[0], got[1], got[2], value, cell,
                                     said, error=None if value is not None else _why(
                                         sheet, setup, cell)))
-    out.append(_throughput(sheet, model, i, setup, measured))
-    return tuple(out)
-
-
-def _throughput(sheet: Sheet, model: Mapping[str, np.ndarray], i: int, setup: Setup,
-                measured: _Measured) -> MetricComparison:
     key = measured.throughput_key
-    output = _finite(in_unit(sheet, model, "throughput", "token/s")[i])
     if key is None:
-        return MetricComparison("throughput", "token/s", None, None, None, output,
-                                "throughput", _SAYS["output_throughput"],
-                                error="the file has no throughput")
-    if output is None:
-        return MetricComparison("throughput", "token/s", measured.throughput, "mean", key,
-                                None, "throughput", _SAYS[key].format(what=key),
-                                error=_why(sheet, setup, "throughput"))
-    total = output * (setup.isl + setup.osl) / setup.osl  # type: ignore[operator]
-    modelled = {"output_throughput": output, "total_throughput": total,
-                "throughput_per_gpu": total / float(model["n_gpus"][i])}[key]
-    definition = _SAYS[key].format(what=measured.definition)
-    return MetricComparison("throughput", "token/s", measured.throughput, "mean", key,
-                            modelled, "throughput", definition)
+        out.append(MetricComparison("throughput", "token/s", None, None, None, None,
+                                    "throughput", _SAYS["output_throughput"],
+                                    error="the file has no throughput"))
+        return tuple(out)
+    modelled = _finite(like["throughput"][i])
+    out.append(MetricComparison("throughput", "token/s", measured.throughput, "mean", key,
+                                modelled, "throughput",
+                                _SAYS[key].format(what=measured.definition),
+                                error=None if modelled is not None else _why(
+                                    sheet, setup, "throughput")))
+    return tuple(out)
 
 
 def _finite(x: float) -> float | None:

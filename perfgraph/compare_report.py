@@ -94,20 +94,21 @@ def _row(c: Comparison, with_model: bool) -> list[str]:
 
 
 COLUMNS = ("run", "model at", *(_HEAD[m] for m in METRICS), "MFU", "MBU")
-CELL_SAYS = ("each metric: measured / roofline at the run's configuration (% of possible); "
-             "model at: TP, batch B, ISL/OSL")
+CELL_SAYS = ("each metric: measured / {reference} at the run's configuration (% of "
+             "possible); model at: TP, batch B, ISL/OSL")
 UTILISATION_SAYS = (f"MFU = {MFU_FORMULA}, MBU = {MBU_FORMULA}, with throughput = the measured "
                     "output tokens/s and itl = the measured TPOT")
 
 
-def _header(runs: Sequence[Comparison]) -> tuple[list[str], bool]:
+def _header(runs: Sequence[Comparison], reference: str) -> tuple[list[str], bool]:
     """The per-file lines above the table; whether each row must name its model."""
     models = {_model_at(c) for c in runs if c.error is None}
+    says = CELL_SAYS.format(reference=reference)
     if not models:
         return [], False
     if len(models) == 1:
-        return [f"model: {models.pop()}", CELL_SAYS], False
-    return [CELL_SAYS], True
+        return [f"model: {models.pop()}", says], False
+    return [says], True
 
 
 def _by_source(comparisons: Sequence[Comparison], measured: Measured,
@@ -159,24 +160,25 @@ def _symptom_lines(runs: Sequence[Comparison]) -> list[str]:
     return lines
 
 
-def summary_lines(comparisons: Sequence[Comparison], measured: Measured) -> list[str]:
+def summary_lines(comparisons: Sequence[Comparison], measured: Measured,
+                  reference: str = "roofline") -> list[str]:
     compared = [c for c in comparisons if c.error is None]
     medians = ", ".join(f"{_HEAD[m]} {pct(median_possible(compared, m))}" for m in METRICS)
     beats = [c for c in compared if any(f.id == "beats-roofline" for f in c.findings)]
     lines = [f"{len(compared)} runs compared, {len(comparisons) - len(compared)} not "
              f"compared, {len(measured.problems)} refused by the reader",
              f"median % of possible: {medians}",
-             "no run beats the roofline" if not beats else
-             f"{len(beats)} runs beat the roofline: " + "; ".join(
+             f"no run beats the {reference}" if not beats else
+             f"{len(beats)} runs beat the {reference}: " + "; ".join(
                  f"{c.run.source} #{c.run.index}" for c in beats)]
     return lines
 
 
 def as_table(comparisons: Sequence[Comparison], measured: Measured, notes: bool = False,
-             ) -> str:
+             reference: str = "roofline") -> str:
     out: list[str] = []
     for source, fmt, runs in _by_source(comparisons, measured):
-        header, with_model = _header(runs)
+        header, with_model = _header(runs, reference)
         out += [f"{source}  [format: {fmt}]", *(f"  {h}" for h in header)]
         compared = [_row(c, with_model) for c in runs if c.error is None]
         rows = [list(COLUMNS), *compared] if compared else []
@@ -189,7 +191,7 @@ def as_table(comparisons: Sequence[Comparison], measured: Measured, notes: bool 
             out += [f"  #{c.run.index} file note: {n}" for c in runs for n in c.run.notes]
         out.append("")
     out += _problem_lines(measured)
-    out += summary_lines(comparisons, measured)
+    out += summary_lines(comparisons, measured, reference)
     return "\n".join(out) + "\n"
 
 
@@ -203,10 +205,11 @@ def _problem_lines(measured: Measured) -> list[str]:
     return [*lines, ""]
 
 
-def as_markdown(comparisons: Sequence[Comparison], measured: Measured) -> str:
-    out = ["## Measured runs vs the roofline", ""]
+def as_markdown(comparisons: Sequence[Comparison], measured: Measured,
+                reference: str = "roofline") -> str:
+    out = [f"## Measured runs vs the {reference}", ""]
     for source, fmt, runs in _by_source(comparisons, measured):
-        header, with_model = _header(runs)
+        header, with_model = _header(runs, reference)
         out += [f"### `{source}` (format: {fmt})", "", *header, "",
                 "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         for c in runs:
@@ -217,7 +220,8 @@ def as_markdown(comparisons: Sequence[Comparison], measured: Measured) -> str:
         out += ["", *(f"  - {t.strip()}" if t.startswith("  ") else f"- {t}"
                       for t in explained), ""]
     out += [line.replace("refused:", "### Refused") for line in _problem_lines(measured)]
-    out += ["### Summary", "", *(f"- {line}" for line in summary_lines(comparisons, measured))]
+    summary = summary_lines(comparisons, measured, reference)
+    out += ["### Summary", "", *(f"- {line}" for line in summary)]
     return "\n".join(out) + "\n"
 
 

@@ -52,7 +52,7 @@ TITLES = {
               f"≥ {QUEUED_TTFT_FLOOR_MS:g} ms)",
     "head-of-line": f"head-of-line blocking (p99 TPOT or ITL ≥ {HOL_P99_FACTOR:g}× the median)",
     "low-mbu": f"MBU under {MBU_HEALTHY:.0%}, the seed's healthy floor",
-    "beats-roofline": "faster than the roofline",
+    "beats-roofline": "faster than the model (the roofline, unless calibrated)",
 }
 
 
@@ -115,7 +115,7 @@ def _beats(metrics: Sequence[MetricComparison]) -> Finding | None:
     if not over:
         return None
     names = ", ".join(f"{m.metric} {_pct(m.possible)} of possible" for m in over)
-    return _finding("beats-roofline", f"the run beats the roofline ({names}): the model's "
+    return _finding("beats-roofline", f"the run beats the model ({names}): the model's "
                     "inputs or the metric's definition differ from the run's")
 
 

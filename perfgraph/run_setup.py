@@ -78,6 +78,11 @@ class Baseline:
                   if scenario.sheet.error(name) is None}
         return cls(spec, choices, values, frozenset(_explicit(spec, scenario)))
 
+    @property
+    def reference(self) -> str:
+        """What the runs are held against: the roofline, or a calibrated model."""
+        return "calibrated model" if self.spec.calibration else "roofline"
+
     def shown(self, kind: str) -> str:
         """A choice as a user reads it: the catalog slug for a catalog file."""
         text = self.choices[kind]
@@ -126,6 +131,9 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
         concurrency = _concurrency(run, base, notes)
     except _Refused as exc:
         return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
+    if base.spec.calibration:
+        notes.append(f"the model is calibrated by {base.spec.calibration}: % of possible is "
+                     "measured against it, not against the roofline")
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes))
 
 

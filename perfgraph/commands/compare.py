@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
         frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
         write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))
     else:
-        text = {"table": lambda: as_table(comparisons, measured, args.notes),
-                "markdown": lambda: as_markdown(comparisons, measured),
+        reference = base.reference
+        text = {"table": lambda: as_table(comparisons, measured, args.notes, reference),
+                "markdown": lambda: as_markdown(comparisons, measured, reference),
                 "json": lambda: as_json(comparisons, measured)}[args.format]()
         if args.out:
             write_text_atomic(args.out, text)

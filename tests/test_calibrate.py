@@ -1,0 +1,155 @@
+"""perfgraph calibrate: efficiency inputs fitted to measured runs, and the --calibration layer.
+
+The fit is checked two ways: on runs the model itself generated with known efficiencies (it
+must recover them), and on the real InferenceMAX H100 rows (fit on 1k1k, hold out 8k1k): the
+fit must beat the bare roofline on the runs it saw, and its held-out error is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tomlkit
+
+from perfgraph.adapters import Metric, read_runs
+from perfgraph.calibrate import FIT_METRICS, TARGETS, calibrate, overlay_text
+from perfgraph.cli import main
+from perfgraph.compare import config_columns, like_for_like
+from perfgraph.errors import InputError
+from perfgraph.run_setup import Baseline, setup_run
+from perfgraph.scenario import ScenarioSpec, load
+
+DATA = Path(__file__).parent / "data" / "measured"
+IMAX = DATA / "inferencemax_llama70b_fp8"
+H100_1K, H100_8K = IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"
+
+
+@pytest.fixture(scope="module")
+def fit():
+    base = Baseline.from_spec(ScenarioSpec())
+    return calibrate(read_runs(H100_1K).runs, base, holdout=read_runs(H100_8K).runs)
+
+
+def test_the_targets_are_inputs_of_the_sheets():
+    sheet = load().sheet
+    for t in TARGETS:
+        assert sheet.declaration(t.cell).is_input
+        assert t.low <= sheet.magnitude(t.cell) <= t.high  # the roofline defaults lie inside
+
+
+def test_fit_on_1k1k_beats_the_roofline_and_reports_the_held_out_8k1k_error(fit):
+    assert len(fit.fitted_runs) == 15 and len(fit.held_out_runs) == 15
+    for t in TARGETS:
+        assert t.low <= fit.values[t.cell] <= t.high
+    assert fit.values["bandwidth_efficiency"] == pytest.approx(0.856, abs=0.03)
+    assert fit.values["compute_efficiency"] == pytest.approx(0.259, abs=0.03)
+    assert fit.values["step_overhead"] == pytest.approx(8.1, abs=0.8)
+    assert [e.metric for e in fit.fitted] == list(FIT_METRICS)
+    for e in fit.fitted:
+        assert e.runs == 15 and e.calibrated < e.roofline
+    fitted = {e.metric: e.calibrated for e in fit.fitted}
+    assert fitted["tpot"] < 0.25 and fitted["throughput"] < 0.2 and fitted["ttft"] < 0.3
+    held = {e.metric: e for e in fit.held_out}
+    assert set(held) == set(FIT_METRICS) and all(e.runs == 15 for e in held.values())
+    assert all(e.calibrated < e.roofline for e in held.values())
+    assert held["tpot"].calibrated == pytest.approx(0.237, abs=0.03)
+
+
+def _synthetic_runs(truth: dict[str, float]):
+    """The 1k1k H100 rows with TTFT, TPOT and TPUT per GPU replaced by what the model says
+    at the given efficiencies."""
+    base = Baseline.from_spec(ScenarioSpec())
+    runs = read_runs(H100_1K).runs
+    setups = [setup_run(r, base) for r in runs]
+    sheet = load(setups[0].spec(base.spec)).sheet
+    n = len(runs)
+    columns = {**config_columns(setups), **{k: np.full(n, v) for k, v in truth.items()}}
+    model = like_for_like(sheet, sheet.evaluate_columns(columns, n),
+                          ["throughput_per_gpu"] * n)
+    out = []
+    for i, run in enumerate(runs):
+        metrics = dict(run.metrics)
+        for key, metric in (("ttft", "ttft"), ("tpot", "tpot"),
+                            ("throughput_per_gpu", "throughput")):
+            old = metrics[key]
+            metrics[key] = Metric(float(model[metric][i]), old.unit, old.statistic, "model")
+        out.append(dataclasses.replace(run, metrics=metrics))
+    return base, out
+
+
+def test_the_fit_recovers_efficiencies_the_model_generated():
+    truth = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.45, "step_overhead": 3.0}
+    base, runs = _synthetic_runs(truth)
+    fit = calibrate(runs, base)
+    for cell, value in truth.items():
+        assert fit.values[cell] == pytest.approx(value, rel=0.02), cell
+    assert all(e.calibrated < 0.01 for e in fit.fitted)
+    assert fit.residual < 0.01
+
+
+def test_queued_ttfts_are_left_out_of_the_fit():
+    fit = calibrate(read_runs(H100_8K).runs, Baseline.from_spec(ScenarioSpec()))
+    assert [e.rsplit("#", 1)[1] for e in fit.excluded] == ["3: requests queued",
+                                                          "4: requests queued"]
+
+
+def test_nothing_to_fit_is_a_clear_error():
+    sglang = read_runs(DATA / "sglang_h200_datacrunch" / "llama_3_3_70b_online_output.jsonl")
+    with pytest.raises(InputError, match="no run to fit"):
+        calibrate(sglang.runs, Baseline.from_spec(ScenarioSpec()))
+
+
+def test_the_overlay_reads_back_through_calibration(fit, tmp_path):
+    text = overlay_text(fit, "perfgraph eval --calibration x.toml")
+    assert "1k1k/H100.json" in text and "8k1k/H100.json" in text
+    assert "held-out runs: ttft" in text
+    values = tomlkit.parse(text)["values"]
+    assert set(values) == {t.cell for t in TARGETS}
+    path = tmp_path / "h100-sxm.vllm.toml"
+    path.write_text(text, encoding="utf-8")
+    sheet = load(ScenarioSpec(hardware="h100-sxm", calibration=str(path))).sheet
+    for cell, value in fit.values.items():
+        assert sheet.magnitude(cell) == pytest.approx(value, rel=1e-3)
+    # the calibration is a layer under --set
+    pinned = load(ScenarioSpec(calibration=str(path), sets=(("step_overhead", "1 ms"),)))
+    assert pinned.sheet.magnitude("step_overhead") == 1.0
+
+
+def test_cli_calibrate_writes_the_overlay_and_prints_the_errors(tmp_path, capsys):
+    out = tmp_path / "h100-sxm.vllm.toml"
+    assert main(["calibrate", str(H100_1K), "--holdout", str(H100_8K), "--hardware",
+                 "h100-sxm", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "fitted on 15 runs, held out 15" in printed
+    assert "held out  throughput" in printed and f"wrote {out}" in printed
+    assert "--calibration" in out.read_text(encoding="utf-8")
+    assert main(["eval", "--calibration", str(out), "--only", "step_overhead"]) == 0
+    assert "step_overhead" in capsys.readouterr().out
+
+
+def test_cli_calibrate_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "none.toml"
+    assert main(["calibrate", str(DATA / "bad"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no run to fit" in err and "Traceback" not in err and not out.exists()
+    missing = tmp_path / "no" / "such" / "dir.toml"
+    assert main(["calibrate", str(H100_1K), "--out", str(missing)]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body, message", [
+    ("[values]\nno_such_cell = 1\n", "no cell named 'no_such_cell'"),
+    ("[valuez]\nstep_overhead = 1\n", "unknown key 'valuez'"),
+    ("[values]\nstep_overhead = \"fast\"\n", "step_overhead"),
+])
+def test_bad_calibration_files_name_file_and_line(tmp_path, capsys, body, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(body, encoding="utf-8")
+    assert main(["eval", "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(path) in err and "Traceback" not in err
+    assert main(["eval", "--calibration", str(tmp_path / "nope.toml")]) == 2
+    assert "no such calibration file" in capsys.readouterr().err
