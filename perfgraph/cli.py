@@ -17,6 +17,7 @@ from perfgraph.errors import PerfgraphError
 COMMANDS = (
     "perfgraph.commands.evaluate",
     "perfgraph.commands.explain",
+    "perfgraph.commands.levers",
     "perfgraph.commands.import_model",
     "perfgraph.commands.compare",
     "perfgraph.commands.calibrate",

@@ -1,0 +1,119 @@
+"""``perfgraph levers``: the symptoms a scenario shows, and each lever's computed effect."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from perfgraph.commands.evaluate import title
+from perfgraph.commands.options import add_format_option, add_scenario_options, load_scenario
+from perfgraph.display import number, quantity
+from perfgraph.graph import Sheet
+from perfgraph.levers import Advice, Effect, diagnose, symptoms
+from perfgraph.playbook import STAGES, Symptom, load_playbook
+
+FORMATS = ("table", "json", "markdown")
+NOTHING = "No symptom holds: nothing to advise for this scenario."
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("levers", help="list the symptoms that hold and what each lever would do",
+                       description="Evaluate the scenario, list the symptoms that hold, and "
+                                   "for each lever the change it makes to the cells it "
+                                   "watches, computed by applying it to the graph. Ordered "
+                                   "measure → structural → scheduling → cost.")
+    add_scenario_options(p)
+    add_format_option(p, FORMATS)
+    p.add_argument("--playbook", metavar="LEVERS.toml",
+                   help="symptoms and levers to use (default: the shipped perfgraph/levers.toml)")
+    p.set_defaults(func=run)
+
+
+def effect_text(sheet: Sheet, e: Effect) -> str:
+    """``single_stream_ceiling 208.6 tok/s → 417.2 tok/s (×2)``."""
+    flag = sheet.declaration(e.cell).flag
+
+    def shown(v: float | None) -> str:
+        return "#ERR" if v is None else quantity(v, e.unit, flag=flag)
+
+    ratio = f" (×{ratio_text(e.ratio)})" if e.ratio is not None and not flag else ""
+    return f"{e.cell} {shown(e.before)} → {shown(e.after)}{ratio}"
+
+
+def ratio_text(ratio: float) -> str:
+    """``2.0``, ``13.7``, ``0.084``: three significant digits, never a bare integer."""
+    text = number(ratio, 3)
+    return text if "." in text or "e" in text else f"{text}.0"
+
+
+def _changed(advice: Advice) -> list[Effect]:
+    return [e for e in advice.effects if e.before != e.after] or list(advice.effects)
+
+
+def as_table(sheet: Sheet, held: list[Symptom], advice: list[Advice], heading: str) -> str:
+    lines = [heading, ""]
+    if not held:
+        return "\n".join([*lines, NOTHING]) + "\n"
+    lines.append("SYMPTOMS")
+    lines += [f"  - {s.title}: {s.doc}" for s in held]
+    lines += ["", "LEVERS (" + " → ".join(STAGES) + ")"]
+    for n, a in enumerate(advice, start=1):
+        lines.append(f"  {n}. {a.lever.title} [{a.lever.stage}; for: {a.symptom.title}]")
+        if a.error:
+            lines.append(f"       cannot apply: {a.error}")
+        lines += [f"       {effect_text(sheet, e)}" for e in _changed(a)]
+        lines.append(f"       trade-off: {a.lever.tradeoff}")
+    if not advice:
+        lines.append("  (every lever for these symptoms is already in effect)")
+    return "\n".join(lines) + "\n"
+
+
+def as_markdown(sheet: Sheet, held: list[Symptom], advice: list[Advice], heading: str) -> str:
+    lines = [f"## {heading}", ""]
+    if not held:
+        return "\n".join([*lines, NOTHING]) + "\n"
+    lines += ["### Symptoms", ""] + [f"- **{s.title}**: {s.doc}" for s in held]
+    lines += ["", "### Levers", "", "| # | lever | stage | for | effect | trade-off |",
+              "|---:|---|---|---|---|---|"]
+    for n, a in enumerate(advice, start=1):
+        effects = "<br>".join(effect_text(sheet, e) for e in _changed(a))
+        if a.error:
+            effects = f"cannot apply: {a.error}"
+        cells = [str(n), a.lever.title, a.lever.stage, a.symptom.title, effects,
+                 a.lever.tradeoff]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(held: list[Symptom], advice: list[Advice], **extra: object) -> str:
+    return json.dumps({
+        **extra,
+        "symptoms": [vars(s) for s in held],
+        "advice": [{
+            "symptom": a.symptom.id,
+            "lever": {"id": a.lever.id, "title": a.lever.title, "stage": a.lever.stage,
+                      "tradeoff": a.lever.tradeoff, "pins": dict(a.lever.pins)},
+            "effects": [vars(e) for e in a.effects],
+            "error": a.error,
+        } for a in advice],
+    }, indent=2, allow_nan=False) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args)
+    book = load_playbook(args.playbook)
+    sheet = scenario.sheet
+    held = symptoms(sheet, book)
+    advice = diagnose(sheet, book)
+    heading = title(scenario)
+    if args.format == "json":
+        text = as_json(held, advice, scenario={
+            "model": scenario.model.path, "hardware": scenario.hardware.path,
+            "workload": scenario.workload.path, "precision": scenario.precision})
+    elif args.format == "markdown":
+        text = as_markdown(sheet, held, advice, heading)
+    else:
+        text = as_table(sheet, held, advice, heading)
+    sys.stdout.write(text)
+    return 0
