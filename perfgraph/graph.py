@@ -10,9 +10,9 @@ it say so, and the rest of the sheet computes.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -267,7 +267,8 @@ class Sheet:
         ``columns`` gives inputs (in their declared units) that vary by row; the result has
         every cell, in declared units, NaN where a row fails (as the cell would fail).
         Only the cells downstream of ``columns`` are evaluated; the others are constant
-        columns of their current value.
+        columns of their current value (read-only views, ``strides == (0,)``, that cost no
+        memory).
         """
         env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
                                for n, v in self._values.items()}
@@ -279,7 +280,7 @@ class Sheet:
         for name, decl in self._decls.items():
             v, factor = env[name], decl.parsed_unit.factor
             if not isinstance(v, np.ndarray):
-                out[name] = np.full(length, v / factor)
+                out[name] = np.broadcast_to(np.float64(v / factor), (length,))
             elif factor != 1:
                 out[name] = v / factor
             else:  # a formula that is just another cell: give it its own copy
@@ -310,13 +311,15 @@ class Sheet:
         if not isinstance(value, np.ndarray):
             value = float(value)
             return value if math.isfinite(value) else math.nan
-        if _may_hide_nan(self._decls[name]):
-            # a comparison or a choice can turn a failed read into a number; it must not
-            bad = np.zeros(value.shape, dtype=bool)
-            for v in reads:
-                if isinstance(v, np.ndarray):
-                    bad |= np.isnan(v)
-            value = np.where(bad, math.nan, value)
+        if _MAY_HIDE_NAN.search(self._decls[name].formula.text):  # type: ignore[union-attr]
+            # a comparison or a choice can turn a failed read into a number; it must not:
+            # adding 0 × each read (0, or NaN where the read is NaN) fails those rows
+            arrays = [v for v in reads if isinstance(v, np.ndarray)]
+            if arrays:
+                nan_rows = arrays[0] * 0.0
+                for v in arrays[1:]:
+                    nan_rows += v * 0.0
+                value = value + nan_rows
         return _nan_for_inf(value)
 
 
@@ -325,8 +328,7 @@ def _nan_for_inf(column: np.ndarray) -> np.ndarray:
     return np.where(inf, math.nan, column) if inf.any() else column
 
 
-def _may_hide_nan(decl: Declaration) -> bool:
-    """True when a formula can give a number from a NaN read (comparisons, choices, **)."""
-    assert decl.formula is not None
-    return any(isinstance(node, (ast.Compare, ast.BoolOp, ast.IfExp, ast.Pow, ast.Not))
-               for node in ast.walk(decl.formula.tree))
+#: Formulas that can give a number from a NaN read: comparisons, choices, ``and``/``or``/
+#: ``not``, and ``**`` (``x ** 0``). A match on the text is conservative: names are never
+#: keywords.
+_MAY_HIDE_NAN = re.compile(r"\b(if|and|or|not)\b|[<>=!]|\*\*")

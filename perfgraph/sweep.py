@@ -222,12 +222,28 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
             grid_cols = grid_columns(sweep.cell_axes, start, stop)
             columns = scenario.sheet.evaluate_columns(
                 {n: c / scale.get(n, 1.0) for n, c in grid_cols.items()}, stop - start)
-            missing = np.full(stop - start, np.nan)
-            yield pl.DataFrame({n: columns[n] * scale[n] if n in scale
-                                else columns.get(n, missing) for n in units}).select(
-                *chosen, *units)
+            yield chunk_frame(columns, units, scale, chosen, stop - start)
             if progress is not None:
                 progress(stop - start)
+
+
+def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
+           scale: Mapping[str, float], chosen: list[pl.Expr], length: int) -> pl.DataFrame:
+    """One chunk as a frame. A cell the axes do not reach is a literal, not a column of
+    copies; a cell this scenario lacks is NaN."""
+    varying: dict[str, np.ndarray] = {}
+    constant = []
+    for name in units:
+        column = columns.get(name)
+        if column is not None and name in scale:
+            column = column * scale[name]
+        if column is None or column.strides == (0,):
+            value = math.nan if column is None else float(column[0])
+            constant.append(pl.lit(value, dtype=pl.Float64).alias(name))
+        else:
+            varying[name] = column
+    frame = pl.DataFrame(varying) if varying else pl.DataFrame(height=length)
+    return frame.with_columns(*chosen, *constant).select(*export.CHOICE_COLUMNS, *units)
 
 
 def _rescale(sheet: Sheet, units: Mapping[str, str]) -> dict[str, float]:
