@@ -18,6 +18,7 @@ COMMANDS = (
     "perfgraph.commands.evaluate",
     "perfgraph.commands.explain",
     "perfgraph.commands.levers",
+    "perfgraph.commands.tui",
     "perfgraph.commands.import_model",
     "perfgraph.commands.compare",
     "perfgraph.commands.calibrate",

@@ -1,0 +1,1 @@
+"""The dashboard's modal screens: help, save as, confirm."""

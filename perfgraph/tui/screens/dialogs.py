@@ -1,0 +1,55 @@
+"""Small modal questions: a path to save as, and yes/no before overwriting a file."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label
+
+
+class SaveAsScreen(ModalScreen[str | None]):
+    """Ask for the path of a new scenario file; dismisses with it, or None."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, suggestion: str = "") -> None:
+        super().__init__()
+        self.suggestion = suggestion
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Save the scenario as (a .toml path):")
+            yield Input(value=self.suggestion, id="save-path")
+            yield Label("Enter saves · Esc cancels", classes="dim")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question; ``y`` or the button confirms, ``n``/Esc declines."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question)
+            with Horizontal(classes="buttons"):
+                yield Button("Overwrite (y)", variant="error", id="yes")
+                yield Button("Cancel (n)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

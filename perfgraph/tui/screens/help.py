@@ -1,0 +1,47 @@
+"""Help (``?``): what the dashboard shows and the keys that drive it."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# perfgraph dashboard
+
+A spreadsheet of LLM inference performance. Every row is a cell of the quantity graph:
+inputs (from the hardware, the model, the workload and the precision) and results computed
+from them. Edit an input, or pin any result to a value or a formula, and everything that
+depends on it recomputes at once. **Δ loaded** is each cell's change against the scenario
+as it was loaded.
+
+| key | what it does |
+|---|---|
+| ↑ ↓, PgUp PgDn | move between cells |
+| Enter, `e` | edit the cell: a number in its unit, `4.8 TB/s`, or a formula |
+| Esc | cancel the edit (the cell goes back to what it was) |
+| `x` | reset the cell to the scenario as loaded (unpin it) |
+| `u`, Ctrl+Z | undo the last edit, switch or lever |
+| `1` `2` `3` `4` | explain · roofline · concurrency · levers |
+| `a` | (levers) apply the highlighted lever as a what-if |
+| Ctrl+S | save the edits into the scenario file (comments kept) |
+| Ctrl+A | save as a new scenario file |
+| Ctrl+P | command palette: jump to a cell, switch model, hardware, workload, precision |
+| `?` | this help |
+| `q` | quit |
+
+The bar at the top picks the model, hardware, workload and precision from the catalogs
+(edits are kept), and TP and PP. **Explain** shows the highlighted cell's formula, the
+formula with its values, and the cells it reads and that read it: Enter on one jumps there.
+A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Markdown(HELP)

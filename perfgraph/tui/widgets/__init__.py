@@ -1,0 +1,1 @@
+"""The dashboard's widgets: each reads a Session and redraws only what changed."""

@@ -1,0 +1,123 @@
+"""The sheet as a table: one row per cell, grouped as the formula sheets group them.
+
+Rows are keyed by cell name (group headings by ``group:NAME``); after an edit only the rows
+the sheet recomputed are redrawn, with ``update_cell``, never the whole table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+from perfgraph.explain import cell_views, grouped
+from perfgraph.tui.session import Session
+from perfgraph.tui.text import delta_text, mark_text, value_text
+
+COLUMNS = (("cell", "cell", 32), ("value", "value", 16), ("delta", "Δ loaded", 9),
+           ("mark", "", 6))
+GROUP_PREFIX = "group:"
+
+
+class CellTable(DataTable):
+    """Every cell of the sheet: name, value, delta against the load, and its kind."""
+
+    BINDINGS = [
+        Binding("e", "edit", "Edit"),
+        Binding("x", "reset", "Reset"),
+    ]
+
+    class EditRequested(Message):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    class ResetRequested(Message):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    class CellHighlighted(Message):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    def __init__(self, session: Session, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        self.session = session
+
+    def on_mount(self) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
+        self.fill()
+
+    def fill(self) -> None:
+        """(Re)build every row: at mount, and after a reload (another model, an undo)."""
+        current = self.current
+        self.clear()
+        session = self.session
+        for group, cells in grouped(cell_views(session.sheet)):
+            self.add_row(Text(group.upper(), style="bold underline"), "", "", "",
+                         key=GROUP_PREFIX + group)
+            for cell in cells:
+                name = cell.name
+                self.add_row(Text(name), value_text(session, name),
+                             delta_text(session, name), mark_text(session, name), key=name)
+        if current is not None:
+            self.go_to(current)
+
+    def update_rows(self, names: Iterable[str]) -> None:
+        """Redraw the value, delta and mark of ``names`` (the cells an edit recomputed)."""
+        session = self.session
+        for name in names:
+            self.update_cell(name, "value", value_text(session, name))
+            self.update_cell(name, "delta", delta_text(session, name))
+            self.update_cell(name, "mark", mark_text(session, name))
+
+    @property
+    def current(self) -> str | None:
+        """The cell under the cursor (None on a group heading or an empty table)."""
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return None if key is None or key.startswith(GROUP_PREFIX) else key
+
+    def go_to(self, name: str, *, centre: bool = False) -> None:
+        """Put the cursor on ``name`` (in the middle of the view with ``centre``)."""
+        row = self.get_row_index(name)
+        self.move_cursor(row=row, scroll=not centre)
+        if centre:  # once the table knows its height
+            self.call_after_refresh(self._centre, row)
+
+    def _centre(self, row: int) -> None:
+        self.scroll_to(y=max(0, row - self.scrollable_content_region.height // 2),
+                       animate=False, immediate=True)
+
+    @property
+    def first_cell(self) -> str | None:
+        """The first cell in the table's order (under the first group heading)."""
+        for key in self.rows:
+            if key.value and not key.value.startswith(GROUP_PREFIX):
+                return key.value
+        return None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        name = self.current
+        if name is not None:
+            self.post_message(self.CellHighlighted(name))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_edit()
+
+    def action_edit(self) -> None:
+        if self.current is not None:
+            self.post_message(self.EditRequested(self.current))
+
+    def action_reset(self) -> None:
+        if self.current is not None:
+            self.post_message(self.ResetRequested(self.current))

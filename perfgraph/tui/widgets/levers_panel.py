@@ -1,0 +1,123 @@
+"""Levers: the symptoms that hold for this scenario, and each lever's computed effect.
+
+``perfgraph.levers`` diagnoses a fork of the sheet (off the UI thread: each lever is a
+what-if on its own copy); Enter or ``a`` applies the highlighted lever to the live sheet,
+and undo takes it back. Until ``perfgraph.levers`` exists the panel says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from perfgraph.display import quantity
+from perfgraph.graph import Sheet
+from perfgraph.tui.text import ratio_text
+
+
+def levers_module() -> Any | None:
+    """``perfgraph.levers``, or None where this build has none yet."""
+    try:
+        return importlib.import_module("perfgraph.levers")
+    except ModuleNotFoundError as exc:
+        if exc.name != "perfgraph.levers":
+            raise
+        return None
+
+
+def effect_text(effect: Any) -> str:
+    """``itl 12.93 ms → 6.47 ms ×0.5``."""
+    def show(v: float | None) -> str:
+        return "#ERR" if v is None else quantity(v, effect.unit)
+    return f"{effect.cell} {show(effect.before)} → {show(effect.after)} " \
+           f"{ratio_text(effect.ratio)}".rstrip()
+
+
+class LeversPanel(Vertical):
+    """The advice table and the detail of the highlighted advice."""
+
+    BINDINGS = [Binding("a", "apply", "Apply lever")]
+
+    class Apply(Message):
+        def __init__(self, lever: Any) -> None:
+            super().__init__()
+            self.lever = lever
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.advice: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="advice", cursor_type="row")
+        yield Static(id="advice-detail")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#advice", DataTable)
+        table.add_column("symptom", key="symptom", width=20)
+        table.add_column("lever", key="lever", width=24)
+        table.add_column("first effect", key="effect", width=30)
+
+    def diagnose(self, sheet: Sheet) -> None:
+        """Diagnose a fork of ``sheet`` in a worker; the table fills when it is done."""
+        module = levers_module()
+        if module is None:
+            self.query_one("#advice-detail", Static).update(
+                "Levers are not available in this build (no perfgraph.levers).")
+            return
+        self._diagnose(module, sheet.fork())
+
+    @work(thread=True, exclusive=True, group="levers")
+    def _diagnose(self, module: Any, sheet: Sheet) -> None:
+        advice = list(module.diagnose(sheet))
+        self.app.call_from_thread(self.show, advice)
+
+    def show(self, advice: list[Any]) -> None:
+        self.advice = advice
+        table = self.query_one("#advice", DataTable)
+        table.clear()
+        for i, a in enumerate(advice):
+            first = a.error or (effect_text(a.effects[0]) if a.effects else "")
+            table.add_row(a.symptom.title, a.lever.title, first, key=str(i))
+        if not advice:
+            self.query_one("#advice-detail", Static).update(
+                "No symptom holds for this scenario: nothing to advise.")
+        else:
+            self._detail(advice[min(table.cursor_row, len(advice) - 1)])
+
+    def _detail(self, a: Any) -> None:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column()
+        grid.add_row("symptom", Text(a.symptom.title, style="bold"))
+        grid.add_row("", a.symptom.doc)
+        grid.add_row("lever", Text(f"{a.lever.title} ({a.lever.stage})", style="bold"))
+        grid.add_row("trade-off", a.lever.tradeoff)
+        grid.add_row("sets", ", ".join(f"{n} = {v}" for n, v in a.lever.pins))
+        if a.error:
+            grid.add_row("error", Text(a.error, style="red"))
+        for e in a.effects:
+            grid.add_row("effect", effect_text(e))
+        self.query_one("#advice-detail", Static).update(grid)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self.advice):
+            self._detail(self.advice[event.cursor_row])
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_apply()
+
+    def action_apply(self) -> None:
+        row = self.query_one("#advice", DataTable).cursor_row
+        if 0 <= row < len(self.advice) and self.advice[row].error is None:
+            self.post_message(self.Apply(self.advice[row].lever))

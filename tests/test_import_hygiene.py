@@ -1,0 +1,56 @@
+"""The engine never imports textual: only perfgraph.tui does (and the CLI only when run)."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import perfgraph
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def engine_modules() -> list[str]:
+    """Every module of the package outside perfgraph.tui."""
+    found = pkgutil.walk_packages(perfgraph.__path__, prefix="perfgraph.")
+    return sorted(m.name for m in found
+                  if m.name != "perfgraph.tui" and not m.name.startswith("perfgraph.tui."))
+
+
+def imports_textual(code: str) -> bool:
+    probe = f"{code}\nimport sys\nprint('textual' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip().splitlines()[-1] == "True"
+
+
+CORE = ("perfgraph", "perfgraph.scenario", "perfgraph.graph", "perfgraph.cli",
+        "perfgraph.scenario_save", "perfgraph.commands.tui")
+
+
+def test_the_engine_does_not_import_textual() -> None:
+    """The core modules, then every other engine module that imports at all.
+
+    (A module that fails to import for its own reasons is another test's failure.)
+    """
+    others = [m for m in engine_modules() if m not in CORE]
+    code = "\n".join([
+        "import importlib",
+        *(f"importlib.import_module({m!r})" for m in CORE),
+        f"for m in {others!r}:",
+        "    try:",
+        "        importlib.import_module(m)",
+        "    except ImportError:",
+        "        pass",
+    ])
+    assert not imports_textual(code)
+
+
+def test_the_cli_parser_does_not_import_textual() -> None:
+    assert not imports_textual("from perfgraph.cli import build_parser\nbuild_parser()")
+
+
+def test_the_probe_sees_textual_when_the_dashboard_is_imported() -> None:
+    assert imports_textual("import perfgraph.tui.app")
