@@ -13,7 +13,6 @@ engine on every cell, and says so if the sheet has since changed.
 from __future__ import annotations
 
 import math
-import resource
 import subprocess
 import sys
 import tempfile
@@ -33,10 +32,17 @@ BIG_AXES = ["concurrency=1..500", "tp=1..20", "isl=256..256000:+256"]  # 10,000,
 
 
 class Cells(dict):
-    """Cells by attribute: ``v.itl``."""
+    """Cells by attribute: ``v.itl``. An infinite result is a failed row (NaN), as in the
+    engine, so a division by zero fails what reads it rather than feeding it infinity."""
 
     __getattr__ = dict.__getitem__
-    __setattr__ = dict.__setitem__
+
+    def __setattr__(self, name: str, value) -> None:
+        if np.ndim(value):
+            value = np.where(np.isinf(value), math.nan, value)
+        elif math.isinf(value):
+            value = math.nan
+        self[name] = value
 
 
 def where(cond, a, b):
@@ -246,8 +252,10 @@ def hand_serving(v: Cells) -> None:
     v.slo_met = ((v.ttft_served <= v.ttft_slo) & (v.itl_worst <= v.itl_slo)) * 1.0
     v.goodput = where(v.slo_met, where(v.disaggregated, v.request_rate, np.minimum(
         v.request_rate, v.request_throughput * v.colocated_replicas)), 0.0)
+    # the engine fails a row where any read failed, the branch not taken too (0 × NaN)
     v.goodput_per_gpu = v.goodput / where(v.disaggregated, v.disagg_gpus,
-                                          v.colocated_replicas * v.n_gpus)
+                                          v.colocated_replicas * v.n_gpus) \
+        + 0 * v.disagg_gpus
     v.mfu = v.throughput * (v.isl + v.osl) / v.osl * v.flops_per_token \
         / (v.n_gpus * v.peak_flops)
     v.mbu = (1 - v.pp_bubble_fraction) * v.decode_memory_time * v.bandwidth_efficiency / (
@@ -333,10 +341,12 @@ class Bench:
 
 def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     """(peak RSS in MB, wall seconds) of a fresh process that runs the sweep."""
-    code = ("import resource, sys; from perfgraph import sweep; "
+    # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's (this process
+    # holds the 1,000,000-row hand-written columns), and exec does not reset it.
+    code = ("import re, sys; from perfgraph import sweep; "
             "from perfgraph.scenario import ScenarioSpec; "
             "sweep.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, str(path), *axes], check=True,
                          capture_output=True, text=True).stdout
