@@ -289,12 +289,15 @@ def _why(sheet: Sheet, setup: Setup, cell: str) -> str:
 # --------------------------------------------------------------------------- for the dashboard
 
 
-def model_curve(sheet: Sheet, concurrencies: Sequence[float]) -> dict[str, np.ndarray]:
+def model_curve(sheet: Sheet, concurrencies: Sequence[float] | np.ndarray,
+                config: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
     """The roofline over concurrency, for plotting runs against: ``concurrency``,
     ``throughput`` (output tokens/s of one replica), ``throughput_per_gpu``, ``itl`` and
-    ``ttft`` (ms), each formula evaluated once over the whole column."""
+    ``ttft`` (ms), each formula evaluated once over the whole column. ``config`` sets
+    other inputs (a run's ``tp``, ``isl``, ``osl``) for every point."""
     c = np.asarray(concurrencies, dtype=float)
-    cols = sheet.evaluate_columns({"concurrency": c}, len(c))
+    given = {name: np.full(len(c), float(v)) for name, v in (config or {}).items()}
+    cols = sheet.evaluate_columns({**given, "concurrency": c}, len(c))
     return {"concurrency": c,
             "throughput": in_unit(sheet, cols, "throughput", "token/s"),
             "throughput_per_gpu": in_unit(sheet, cols, "throughput_per_gpu", "token/s"),

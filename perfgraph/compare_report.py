@@ -68,7 +68,8 @@ def _files(paths: Iterable[str], problems: list[RunProblem]) -> list[Path]:
 # --------------------------------------------------------------------------- text
 
 
-def _cell(c: Comparison, metric: str) -> str:
+def metric_text(c: Comparison, metric: str) -> str:
+    """``measured / modelled (% of possible)`` of one metric of a run."""
     m = c.metric(metric)
     if m is None or m.measured is None:
         return "—"
@@ -90,7 +91,7 @@ def _row(c: Comparison, with_model: bool) -> list[str]:
              f"{number(s.isl or 0, 4)}/{number(s.osl or 0, 4)}"
     if with_model:
         config = f"{_model_at(c)} {config}"
-    return [where, config, *(_cell(c, m) for m in METRICS), pct(c.mfu), pct(c.mbu)]
+    return [where, config, *(metric_text(c, m) for m in METRICS), pct(c.mfu), pct(c.mbu)]
 
 
 COLUMNS = ("run", "model at", *(_HEAD[m] for m in METRICS), "MFU", "MBU")

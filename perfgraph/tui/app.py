@@ -7,7 +7,7 @@ the session, which returns the cells it recomputed, and only those rows are redr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from perfgraph.errors import PerfgraphError
+from perfgraph.measured_curves import MeasuredView
 from perfgraph.scenario import Scenario
 from perfgraph.scenario_save import FileChangedError, TargetExistsError
 from perfgraph.tui import curves
-from perfgraph.tui.curves import Series
 from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
@@ -32,10 +32,11 @@ from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.explain_panel import ExplainPanel
 from perfgraph.tui.widgets.levers_panel import LeversPanel
+from perfgraph.tui.widgets.measured_panel import MeasuredPanel
 from perfgraph.tui.widgets.plots import ConcurrencyPlot, RooflinePlot
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
 
-VIEWS = ("explain", "roofline", "concurrency", "levers")
+VIEWS = ("explain", "roofline", "concurrency", "levers", "measured")
 
 
 class PerfgraphApp(App[None]):
@@ -55,11 +56,11 @@ class PerfgraphApp(App[None]):
     ]
 
     def __init__(self, scenario: Scenario, *, cell: str | None = None,
-                 overlays: Mapping[str, Sequence[Series]] | None = None) -> None:
+                 measured: MeasuredView | None = None) -> None:
         super().__init__()
         self.session = Session(scenario)
         self.start_cell = cell
-        self.overlays = dict(overlays or {})
+        self.measured = measured
         self._drawn: set[str] = set()
         self._summary: Text | None = None
 
@@ -77,10 +78,14 @@ class PerfgraphApp(App[None]):
                     yield RooflinePlot(id="roofline-plot")
                 with TabPane("Concurrency", id="concurrency"):
                     for which in ("throughput", "itl"):
-                        yield ConcurrencyPlot(which, self.overlays.get(which, ()),
-                                              id=f"{which}-plot")
+                        yield ConcurrencyPlot(which, id=f"{which}-plot")
                 with TabPane("Levers", id="levers"):
                     yield LeversPanel(id="levers-panel")
+                if self.measured is not None:
+                    m = self.measured
+                    with TabPane("Measured", id="measured"):
+                        yield MeasuredPanel(m.comparisons, m.lines, m.measured, m.reference,
+                                            id="measured-panel")
         yield EditBar(id="edit-bar")
         yield Footer()
 
@@ -229,11 +234,22 @@ class PerfgraphApp(App[None]):
 
     def action_view(self, view: str) -> None:
         """Show a view; the levers view takes the keys (to pick and apply a lever)."""
+        if view == "measured" and self.measured is None:
+            self.notify("no measured runs: start with perfgraph tui --measured RUN…")
+            return
         self.query_one(TabbedContent).active = view
         if view == "levers":
             self.query_one("#advice").focus()
+        elif view == "measured":
+            self.query_one("#runs").focus()
         elif view == "explain":
             self.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The measured view's key exists only where runs were given."""
+        if action == "view" and parameters == ("measured",):
+            return self.measured is not None
+        return True
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -277,15 +293,17 @@ class PerfgraphApp(App[None]):
                             self.action_undo)
         yield SystemCommand("Help", "keys and concepts", self.action_help)
         for view in VIEWS:
+            if view == "measured" and self.measured is None:
+                continue
             yield SystemCommand(f"Show {view}", f"the {view} view",
                                 lambda v=view: self.action_view(v))
 
 
 def make_app(scenario: Scenario, *, cell: str | None = None,
-             overlays: Mapping[str, Sequence[Series]] | None = None) -> PerfgraphApp:
+             measured: MeasuredView | None = None) -> PerfgraphApp:
     """The dashboard for a loaded scenario; ``cell`` starts highlighted (else the first).
 
-    ``overlays`` maps ``"throughput"``/``"itl"`` to extra series for the concurrency plots
-    (measured runs).
+    ``measured`` (from :func:`perfgraph.measured_curves.measured_view`) adds the measured
+    view: the runs against the model at their own configurations.
     """
-    return PerfgraphApp(scenario, cell=cell, overlays=overlays)
+    return PerfgraphApp(scenario, cell=cell, measured=measured)

@@ -24,7 +24,7 @@ as it was loaded.
 | Esc | cancel the edit (the cell goes back to what it was) |
 | `x` | reset the cell to the scenario as loaded (unpin it) |
 | `u`, Ctrl+Z | undo the last edit, switch or lever |
-| `1` `2` `3` `4` | explain · roofline · concurrency · levers |
+| `1` `2` `3` `4` `5` | explain · roofline · concurrency · levers · measured |
 | `a` | (levers) apply the highlighted lever as a what-if |
 | Ctrl+S | save the edits into the scenario file (comments kept) |
 | Ctrl+A | save as a new scenario file |
@@ -36,6 +36,12 @@ The bar at the top picks the model, hardware, workload and precision from the ca
 (edits are kept), and TP and PP. **Explain** shows the highlighted cell's formula, the
 formula with its values, and the cells it reads and that read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
+
+**Measured** (`perfgraph tui --measured RUN…`, files or folders of vLLM, SGLang, AIPerf or
+InferenceMAX results) lists every run against the model at the run's own configuration:
+measured / roofline and the % of possible, as `perfgraph compare` prints them. The plots
+show the highlighted run's configuration: the model's throughput and TPOT against
+concurrency, with every run made at that configuration as a point.
 """
 
 

@@ -1,0 +1,127 @@
+"""Measured: benchmark runs against the model, a row per run, and the curves of the run's line.
+
+The runs come from ``perfgraph tui --measured RUN…`` (read and compared once, at start).
+Each row is ``perfgraph compare``'s: measured / roofline at the run's own configuration, with
+% of possible. The plots show the highlighted run's configuration: the model's throughput
+and TPOT against concurrency at that TP, ISL and OSL, with every run made at it as a point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from perfgraph.compare import METRICS, Comparison, median_possible
+from perfgraph.compare_report import Measured, metric_text
+from perfgraph.display import number
+from perfgraph.measured_curves import MeasuredLine
+from perfgraph.measured_findings import _pct as pct
+
+COLUMNS = ("run", "B", "TTFT", "TPOT", "throughput", "MBU")
+HEADS = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
+#: plot → (the key in a line's model and points, what the axis says)
+PLOTS = {"throughput": ("throughput", "output throughput (tok/s)"),
+         "tpot": ("itl", "TPOT (ms)")}
+
+
+def summary(comparisons: Sequence[Comparison], measured: Measured, reference: str) -> Text:
+    compared = [c for c in comparisons if c.error is None]
+    medians = "  ".join(f"{HEADS[m]} {pct(median_possible(compared, m))}" for m in METRICS)
+    text = Text(f"{len(compared)} runs compared with the {reference} at their own "
+                f"configurations, {len(comparisons) - len(compared) + len(measured.problems)} "
+                "not", style="bold")
+    text.append(f"\nmedian % of possible: {medians}")
+    return text
+
+
+class MeasuredPlot(PlotextPlot):
+    """One metric against concurrency: the model's curve at a run's configuration and the
+    runs measured at it."""
+
+    def __init__(self, which: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.which = which
+
+    def draw(self, line: MeasuredLine | None) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        key, axis = PLOTS[self.which]
+        if line is None or line.error is not None:
+            plt.title(line.error if line is not None else "no run could be compared")
+            self.refresh()
+            return
+        plt.xscale("log")
+        x, y = line.model["concurrency"], line.model[key]
+        keep = np.isfinite(y) & (y > 0)
+        plt.plot(list(x[keep]), list(y[keep]), marker="braille", color="cyan",
+                 label="roofline")
+        px, py = line.points["concurrency"], line.points[key]
+        seen = np.isfinite(px) & np.isfinite(py)
+        if seen.any():
+            plt.scatter(list(px[seen]), list(py[seen]), marker="x", color="yellow",
+                        label=f"measured ({int(seen.sum())} runs)")
+        plt.title(f"{axis.split(' (')[0]} vs concurrency: {line.label}")
+        plt.xlabel("concurrency (requests in flight)")
+        plt.ylabel(axis)
+        self.refresh()
+
+
+class MeasuredPanel(Vertical):
+    """The runs table over the two plots of the highlighted run's configuration."""
+
+    def __init__(self, comparisons: Sequence[Comparison], lines: Sequence[MeasuredLine],
+                 measured: Measured, reference: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.comparisons = tuple(comparisons)
+        self.lines = tuple(lines)
+        self.measured = measured
+        self.reference = reference
+        self._line_of = {id(c): line for line in self.lines for c in line.runs}
+        self.shown: MeasuredLine | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(summary(self.comparisons, self.measured, self.reference),
+                     id="measured-summary")
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="measured-plots"):
+            yield MeasuredPlot("throughput", id="measured-throughput")
+            yield MeasuredPlot("tpot", id="measured-tpot")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.add_columns(*COLUMNS)
+        for i, c in enumerate(self.comparisons):
+            table.add_row(*self._row(c), key=str(i))
+        for p in self.measured.problems:
+            table.add_row(Text(p.source.rsplit("/", 1)[-1], style="dim"), "",
+                          Text(f"refused: {p.reason}", style="red"), "", "", "")
+        self.show_line(self.lines[0] if self.lines else None)
+
+    def _row(self, c: Comparison) -> list[str | Text]:
+        name = f"{c.run.source.rsplit('/', 1)[-1]} #{c.run.index}"
+        if c.error is not None:
+            return [Text(name, style="dim"), "", Text(f"not compared: {c.error}", style="red"),
+                    "", "", ""]
+        s = c.setup
+        return [f"{name}  TP{number(s.tp or 0)} {number(s.isl or 0, 4)}/{number(s.osl or 0, 4)}",
+                number(s.concurrency or 0, 3),
+                *(metric_text(c, m) for m in ("ttft", "tpot", "throughput")), pct(c.mbu)]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        if key is None:
+            return  # a refused file's row
+        line = self._line_of.get(id(self.comparisons[int(key)]))
+        if line is not None and line is not self.shown:
+            self.show_line(line)
+
+    def show_line(self, line: MeasuredLine | None) -> None:
+        self.shown = line
+        for plot in self.query(MeasuredPlot):
+            plot.draw(line)
