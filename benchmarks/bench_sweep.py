@@ -176,7 +176,8 @@ def hand_scheduling(v: Cells) -> None:
     v.ttft_routed = _prefill_time(v, v.chat_context * (1 - v.routed_hit_rate),
                                   v.chat_token_flops)
     v.padding_waste = where(v.continuous_batching, 0, 1 - 1 / v.osl_spread)
-    v.prefill_spare_tokens = np.maximum(0, v.compute_bound_threshold - v.concurrency)
+    v.prefill_spare_tokens = np.maximum(0, v.compute_bound_threshold
+                                        - v.concurrency * (v.spec_k + 1))
     v.chunk_size = v.prefill_spare_tokens
     v.long_prompt_flops = v.long_prompt * v.flops_per_token + where(
         v.attention_flops, attention * v.long_prompt ** 2, 0.0)
@@ -204,7 +205,7 @@ def _ceiling(v: Cells, batch):
 
 
 def hand_throughput(v: Cells) -> None:
-    hidden = np.maximum(0, v.concurrency * v.isl - v.osl * np.minimum(
+    hidden = np.maximum(0, v.concurrency * v.isl - v.osl / v.spec_tokens_per_pass * np.minimum(
         v.chunk_size, v.prefill_spare_tokens))
     v.non_overlapped_prefill_tokens = where(v.chunked_prefill and v.continuous_batching,
                                             hidden, v.concurrency * v.isl)
@@ -235,11 +236,18 @@ def hand_serving(v: Cells) -> None:
     v.request_rate = v.request_throughput
     v.prefill_pool_rate = v.isl / v.prefill_time
     v.prefill_replicas = np.ceil(v.request_rate * v.isl / v.prefill_pool_rate)
-    budget = v.itl_slo * v.spec_tokens_per_pass - v.step_overhead
-    by_memory = (budget * v.achievable_bandwidth - v.pp_microbatches * v.weights_bytes) \
-        / v.kv_bytes_per_seq
-    by_compute = budget * v.achievable_flops / ((v.spec_k + 1) * (
-        v.flops_per_token + v.decode_attention_flops_per_token))
+    v.itl_slo_step_budget = budget = v.itl_slo * v.spec_tokens_per_pass - v.step_overhead \
+        - where(v.comm_overlap, 0, v.tp_comm_latency_time)
+    v.tp_comm_time_per_seq = per_seq = where(v.comm_overlap, 0, v.tp_collectives_per_token * 2
+                                             * (v.tp - 1) / v.tp * v.d_model
+                                             * v.activation_bytes / v.link_bandwidth)
+    stages = v.pp_microbatches + v.pp - 1
+    by_memory = (budget - stages * v.weights_bytes / (v.pp * v.achievable_bandwidth)) / (
+        stages * v.kv_bytes_per_seq / (v.pp_microbatches * v.pp * v.achievable_bandwidth)
+        + per_seq)
+    by_compute = budget / (stages * (v.spec_k + 1) * (
+        v.flops_per_token + v.decode_attention_flops_per_token)
+        / (v.pp_microbatches * v.pp * v.achievable_flops) + per_seq)
     v.decode_batch_at_itl_slo = np.floor(np.maximum(0, np.minimum(np.minimum(
         v.max_concurrency, by_memory), by_compute)))
     v.decode_concurrency_demand = v.request_rate * v.osl * v.itl_slo

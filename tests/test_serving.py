@@ -198,6 +198,41 @@ def test_the_ceiling_bounds_the_modelled_throughput(model: str, workload: str) -
     assert v(sc, "throughput_ceiling") <= v(sc, "max_throughput") * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("spec_k", [1, 2, 4, 8])
+@pytest.mark.parametrize("workload", ["chat-1k1k", "rag-4k256", "long-output-1k8k"])
+@pytest.mark.parametrize("concurrency", [4, 16, 64])
+def test_speculation_with_chunked_prefill_stays_under_the_ceiling(
+        spec_k: int, workload: str, concurrency: int) -> None:
+    # A speculative step verifies B × (k + 1) tokens, so it has that much less room for
+    # prefill chunks, over OSL ÷ tokens-per-pass steps: the throughput never needs more
+    # FLOP/s than the replica has (before, 70B rag-4k256 at k=4, B=16 came out 2.3× over).
+    sc = scenario(("spec_k", spec_k), ("concurrency", concurrency), workload=workload)
+    assert v(sc, "batch_fits") == 1
+    spare = v(sc, "compute_bound_threshold", "token") - concurrency * (spec_k + 1)
+    assert v(sc, "prefill_spare_tokens", "token") == pytest.approx(max(0, spare))
+    assert v(sc, "throughput") <= v(sc, "throughput_ceiling") * (1 + 1e-9)
+    flops_needed = v(sc, "throughput", "token/s") * v(sc, "request_flops", "FLOP") \
+        / v(sc, "osl", "token")
+    assert flops_needed <= v(sc, "achievable_flops", "FLOP/s") * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("sets", [
+    (("pp", 2), ("microbatches", 2), ("itl_slo", "20 ms")),
+    (("pp", 4), ("microbatches", 8), ("tp", 2), ("itl_slo", "40 ms")),
+    (("tp", 4), ("comm_overlap", "false"), ("itl_slo", "10 ms")),
+    (("tp", 8), ("comm_overlap", "false"), ("spec_k", 2), ("itl_slo", "8 ms")),
+    (("itl_slo", "15 ms"),),
+], ids=["pp2-m2", "pp4-m8-tp2", "tp4-exposed-comm", "tp8-exposed-comm-spec", "default"])
+def test_the_batch_at_the_itl_slo_is_the_largest_that_meets_it(sets) -> None:
+    # decode_batch_at_itl_slo solves itl(B) <= itl_slo for B: pipeline stages and
+    # microbatches, exposed TP collectives (latency and bytes) and speculation included
+    batch = v(scenario(*sets), "decode_batch_at_itl_slo")
+    slo = v(scenario(*sets), "itl_slo", "ms")
+    assert 1 <= batch < v(scenario(*sets), "max_concurrency") - 1  # the SLO binds, not memory
+    assert v(scenario(*sets, ("concurrency", batch)), "itl", "ms") <= slo
+    assert v(scenario(*sets, ("concurrency", batch + 1)), "itl", "ms") > slo
+
+
 # ---------------------------------------------------------------- scheduling
 def test_head_of_line_blocking_260_ms_freeze_vs_6_ms_baseline() -> None:
     # tests/data/good/serving-8b-long-prompt.toml: the 8B card with 57 decodes at a 600-token
