@@ -5,6 +5,10 @@ A symptom holds when its condition, evaluated on the sheet, is true. Each lever 
 is applied to a fork of the sheet, and the cells it watches are read before and after: the
 advice is what the graph computes, never a number written down.
 
+A lever can also bring a symptom on: the symptoms that hold on the fork but not on the sheet
+(a wider TP that fits the weights but not the batch) come with the advice, so its effect is
+never read without them.
+
 A pin is a value or formula as ``--set`` takes it. A pin that reads its own cell
 (``tp = "tp * 2"``) is evaluated once, on the sheet as it stands, and set as a value; any
 other formula pin (``concurrency = "floor(max_concurrency_paged)"``) stays live.
@@ -45,6 +49,7 @@ class Advice:
     lever: Lever
     effects: tuple[Effect, ...]
     error: str | None
+    brings: tuple[Symptom, ...] = ()  # symptoms that hold only with the lever applied
 
 
 def holds(sheet: Sheet, symptom: Symptom) -> bool:
@@ -77,27 +82,37 @@ def diagnose(sheet: Sheet, playbook: Playbook | None = None) -> list[Advice]:
     book = playbook or load_playbook()
     ranked: list[tuple[tuple[int, int, int], Advice]] = []
     seen: set[str] = set()
-    for s_rank, symptom in enumerate(symptoms(sheet, book)):
+    held = symptoms(sheet, book)
+    for s_rank, symptom in enumerate(held):
         for l_rank, lever in enumerate(book.levers_for(symptom)):
             if lever.id in seen:
                 continue
             seen.add(lever.id)
-            effects, error = evaluate(sheet, lever)
+            effects, error, fork = _applied(sheet, lever)
             if error is None and lever.pins and all(e.before == e.after for e in effects):
                 continue
-            advice = Advice(symptom, lever, effects, error)
+            brings = () if fork is None else tuple(
+                s for s in book.symptoms if not s.regime and s not in held and holds(fork, s))
+            advice = Advice(symptom, lever, effects, error, brings)
             ranked.append(((STAGES.index(lever.stage), s_rank, l_rank), advice))
     return [advice for _, advice in sorted(ranked, key=lambda item: item[0])]
 
 
 def evaluate(sheet: Sheet, lever: Lever) -> tuple[tuple[Effect, ...], str | None]:
     """The lever's effect on its watched cells, computed on a fork of ``sheet``."""
+    effects, error, _ = _applied(sheet, lever)
+    return effects, error
+
+
+def _applied(sheet: Sheet, lever: Lever,
+             ) -> tuple[tuple[Effect, ...], str | None, Sheet | None]:
+    """The lever's effects, why it could not be applied, and the fork it was applied to."""
     fork = sheet.fork()
     try:
         apply(fork, lever)
     except PerfgraphError as exc:
-        return tuple(_effect(sheet, None, c) for c in lever.watch), str(exc)
-    return tuple(_effect(sheet, fork, c) for c in lever.watch), None
+        return tuple(_effect(sheet, None, c) for c in lever.watch), str(exc), None
+    return tuple(_effect(sheet, fork, c) for c in lever.watch), None, fork
 
 
 def apply(sheet: Sheet, lever: Lever) -> list[Declaration]:

@@ -23,7 +23,7 @@ from perfgraph.units import Dims
 #: The order the seed gives the work: measure, free structural wins, scheduling, cost.
 STAGES = ("measure", "structural", "scheduling", "cost")
 PLAYBOOK_FILE = Path(__file__).resolve().parent / "levers.toml"
-_SYMPTOM_KEYS = ("title", "doc", "condition", "levers")
+_SYMPTOM_KEYS = ("title", "doc", "condition", "levers", "regime")
 _LEVER_KEYS = ("title", "stage", "tradeoff", "pins", "watch")
 
 
@@ -35,6 +35,9 @@ class Symptom:
     title: str
     doc: str
     condition: str
+    #: A regime or an opportunity (decode memory-bound), not a fault: a lever that makes it
+    #: hold is not flagged as bringing it on.
+    regime: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,12 @@ def _load(path: str) -> Playbook:
             if lid not in known:
                 raise doc.error(f"unknown lever {lid!r}{did_you_mean(lid, known)}",
                                 "symptoms", sid, "levers")
+        regime = table.get("regime", False)
+        if not isinstance(regime, bool):
+            raise doc.error(f"regime must be true or false, not {regime!r}",
+                            "symptoms", sid, "regime")
         symptoms.append(Symptom(sid, _text(doc, ("symptoms", sid, "title"), table["title"]),
-                                str(table.get("doc", "")), condition))
+                                str(table.get("doc", "")), condition, regime))
         cures.append((sid, ids))
     return Playbook(path, tuple(symptoms), levers, tuple(cures), doc)
 

@@ -272,7 +272,7 @@ def test_levers_command_json_and_markdown(capsys: pytest.CaptureFixture[str]) ->
     data = json.loads(capsys.readouterr().out)
     assert {s["id"] for s in data["symptoms"]} >= {"decode_memory_bound"}
     first = data["advice"][0]
-    assert set(first) == {"symptom", "lever", "effects", "error"}
+    assert set(first) == {"symptom", "lever", "effects", "error", "brings"}
     assert all(set(e) == {"cell", "unit", "before", "after", "ratio"} for e in first["effects"])
     assert main(["levers", "--format", "markdown"]) == 0
     md = capsys.readouterr().out
@@ -290,3 +290,71 @@ def test_levers_command_bad_scenario_input(capsys: pytest.CaptureFixture[str]) -
     assert main(["levers", "--set", "concurrancy=8"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "did you mean 'concurrency'" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- what advice must not say
+def test_a_lever_that_fits_the_weights_but_not_the_batch_says_so() -> None:
+    # 70B BF16 on one H100: TP 2 fits the weights, but its KV holds ~5.7 of the 64
+    # sequences, so the ITL it computes at B = 64 comes with that warning
+    sc = scenario(("tp", 1), model="llama-3.1-70b", precision="bf16")
+    first = levers.diagnose(sc.sheet)[0]
+    assert first.lever.id == "tp_to_fit"
+    assert effects(first)["max_concurrency"].after == pytest.approx(5.747, abs=1e-3)
+    assert [s.id for s in first.brings] == ["batch_does_not_fit"]
+
+
+def test_regimes_are_not_brought_on() -> None:
+    book = load_playbook()
+    regimes = {s.id for s in book.symptoms if s.regime}
+    assert regimes == {"mbu_low", "decode_memory_bound", "kv_dominates_decode",
+                       "batch_below_slo"}
+    for a in levers.diagnose(scenario(("tp", 1), model="llama-3.1-70b",
+                                      precision="bf16").sheet):
+        assert not regimes & {s.id for s in a.brings}
+
+
+def test_batching_up_is_not_advised_when_prefill_bounds_throughput() -> None:
+    # 8K prompts at B = 64: prefill no longer hides in the decodes' spare compute, so a
+    # bigger batch only raises ITL (throughput stays at 3747 tok/s)
+    sc = scenario(workload="long-prompt-8k1k")
+    assert v(sc, "non_overlapped_prefill_tokens", "token") > 0
+    fork = sc.sheet.fork()
+    levers.apply(fork, load_playbook().lever("batch_to_slo"))
+    assert fork.magnitude("concurrency") > 64
+    assert fork.magnitude("throughput") == pytest.approx(sc.sheet.magnitude("throughput"),
+                                                         rel=1e-3)
+    assert "batch_below_slo" not in ids(sc)
+    assert "batch_to_slo" not in {a.lever.id for a in levers.diagnose(sc.sheet)}
+
+
+def test_kv_caps_batch_only_where_some_batch_turns_decode_compute_bound() -> None:
+    # at a 1536-token mean context the 70B's KV reads keep decode memory-bound at any
+    # batch (decode_compute_bound_batch = 0): capping the batch below 295 costs nothing
+    sc = scenario()
+    assert v(sc, "decode_compute_bound_batch") == 0
+    assert "kv_caps_batch" not in ids(sc)
+    short = scenario(("isl", 128), ("osl", 128), ("gpu_memory_utilization", 0.5))
+    assert 0 < v(short, "max_concurrency") < v(short, "decode_compute_bound_batch")
+    assert "kv_caps_batch" in ids(short)
+
+
+def test_kv_dominated_decode_is_named() -> None:
+    sc = scenario(workload="long-prompt-8k1k")
+    assert v(sc, "kv_share_of_decode_bytes") > 0.5
+    assert "kv_dominates_decode" in ids(sc)
+
+
+def test_unchanged_watched_cells_are_printed_as_unchanged(capsys) -> None:
+    # doubling TP halves ITL (collectives overlap) but not the tokens/s each GPU makes
+    assert main(["levers", "--set", "itl_slo=10 ms"]) == 0
+    out = capsys.readouterr().out
+    tp = out[out.index("Double tensor parallelism"):]
+    assert "itl 12.93 ms → 6.467 ms (×0.5)" in tp
+    assert "throughput_per_gpu unchanged" in tp.split("trade-off")[0]
+    assert main(["levers", "--model", "llama-3.1-70b", "--precision", "bf16",
+                 "--set", "tp=1"]) == 0
+    assert "brings on: The batch does not fit in KV memory" in capsys.readouterr().out
+
+
+def v(sc: Scenario, name: str, unit: str | None = None) -> float:
+    return sc.sheet.magnitude(name, unit)

@@ -47,8 +47,15 @@ def ratio_text(ratio: float) -> str:
     return text if "." in text or "e" in text else f"{text}.0"
 
 
-def _changed(advice: Advice) -> list[Effect]:
-    return [e for e in advice.effects if e.before != e.after] or list(advice.effects)
+def _effect_lines(sheet: Sheet, advice: Advice) -> list[str]:
+    """The watched cells that move, then those that do not (a lever that raises ITL for
+    no throughput says so), then the symptoms it would bring on."""
+    moved = [e for e in advice.effects if e.before != e.after]
+    still = [e for e in advice.effects if e.before == e.after]
+    lines = [effect_text(sheet, e) for e in moved]
+    lines += [f"{e.cell} unchanged" for e in still] if moved else \
+        [effect_text(sheet, e) for e in still]
+    return lines + [f"brings on: {s.title}" for s in advice.brings]
 
 
 def as_table(sheet: Sheet, held: list[Symptom], advice: list[Advice], heading: str) -> str:
@@ -62,7 +69,7 @@ def as_table(sheet: Sheet, held: list[Symptom], advice: list[Advice], heading: s
         lines.append(f"  {n}. {a.lever.title} [{a.lever.stage}; for: {a.symptom.title}]")
         if a.error:
             lines.append(f"       cannot apply: {a.error}")
-        lines += [f"       {effect_text(sheet, e)}" for e in _changed(a)]
+        lines += [f"       {line}" for line in _effect_lines(sheet, a)]
         lines.append(f"       trade-off: {a.lever.tradeoff}")
     if not advice:
         lines.append("  (every lever for these symptoms is already in effect)")
@@ -77,7 +84,7 @@ def as_markdown(sheet: Sheet, held: list[Symptom], advice: list[Advice], heading
     lines += ["", "### Levers", "", "| # | lever | stage | for | effect | trade-off |",
               "|---:|---|---|---|---|---|"]
     for n, a in enumerate(advice, start=1):
-        effects = "<br>".join(effect_text(sheet, e) for e in _changed(a))
+        effects = "<br>".join(_effect_lines(sheet, a))
         if a.error:
             effects = f"cannot apply: {a.error}"
         cells = [str(n), a.lever.title, a.lever.stage, a.symptom.title, effects,
@@ -96,6 +103,7 @@ def as_json(held: list[Symptom], advice: list[Advice], **extra: object) -> str:
                       "tradeoff": a.lever.tradeoff, "pins": dict(a.lever.pins)},
             "effects": [vars(e) for e in a.effects],
             "error": a.error,
+            "brings": [s.id for s in a.brings],
         } for a in advice],
     }, indent=2, allow_nan=False) + "\n"
 

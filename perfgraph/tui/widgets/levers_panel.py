@@ -106,6 +106,8 @@ class LeversPanel(Vertical):
             grid.add_row("error", Text(a.error, style="red"))
         for e in a.effects:
             grid.add_row("effect", effect_text(e))
+        for symptom in getattr(a, "brings", ()):
+            grid.add_row("brings on", Text(symptom.title, style="yellow"))
         self.query_one("#advice-detail", Static).update(grid)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
