@@ -48,20 +48,44 @@ class MeasuredLine:
     error: str | None = None  # the model could not be loaded for this configuration
 
 
-def configuration(setup: Setup) -> tuple:
-    """Runs with equal configurations share one line."""
-    return (setup.model, setup.hardware, setup.precision, setup.tp, setup.isl, setup.osl)
+#: Runs whose ISL and OSL are within this fraction of a line's share it (SGLang's random
+#: lengths give every run its own measured mean).
+LENGTH_TOLERANCE = 0.05
 
 
-def line_label(setup: Setup) -> str:
+@dataclass
+class _Group:
+    setup: Setup
+    runs: list[Comparison]
+
+    def takes(self, setup: Setup) -> bool:
+        mine = self.setup
+        return (mine.model, mine.hardware, mine.precision, mine.tp) == \
+            (setup.model, setup.hardware, setup.precision, setup.tp) and all(
+                _near(getattr(setup, n), getattr(mine, n)) for n in ("isl", "osl"))
+
+    def lengths(self) -> tuple[float, float, bool]:
+        """The median ISL and OSL of the runs, and whether they all had exactly those."""
+        isl = float(np.median([c.setup.isl for c in self.runs]))
+        osl = float(np.median([c.setup.osl for c in self.runs]))
+        exact = all(c.setup.isl == isl and c.setup.osl == osl for c in self.runs)
+        return isl, osl, exact
+
+
+def _near(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a == b
+    return abs(a - b) <= LENGTH_TOLERANCE * max(abs(a), abs(b))
+
+
+def line_label(setup: Setup, isl: float, osl: float, exact: bool = True) -> str:
     def slug(text: str | None) -> str:
         return (text or "?").rsplit("/", 1)[-1].removesuffix(".toml")
 
-    def num(x: float | None) -> str:
-        return "?" if x is None else number(x)
-
+    tp = "?" if setup.tp is None else number(setup.tp)
+    lengths = f"{number(isl, 4)}/{number(osl, 4)}"
     return (f"{slug(setup.model)} · {slug(setup.hardware)} · {setup.precision} · "
-            f"TP {num(setup.tp)} · {num(setup.isl)}/{num(setup.osl)}")
+            f"TP {tp} · {lengths if exact else '≈ ' + lengths}")
 
 
 def concurrency_grid(concurrencies: Iterable[float]) -> np.ndarray:
@@ -74,28 +98,36 @@ def concurrency_grid(concurrencies: Iterable[float]) -> np.ndarray:
 
 def measured_lines(comparisons: Sequence[Comparison], base: Baseline,
                    ) -> tuple[MeasuredLine, ...]:
-    """One line per configuration of the runs that could be modelled, in the runs' order."""
-    groups: dict[tuple, list[Comparison]] = {}
+    """One line per configuration of the runs that could be modelled, in the runs' order:
+    the same model, hardware, precision and TP, and ISL and OSL within LENGTH_TOLERANCE (the
+    curve is drawn at the runs' median ISL and OSL, and the label says ≈ where they differ)."""
+    groups: list[_Group] = []
     for c in comparisons:
         if c.error is None:
-            groups.setdefault(configuration(c.setup), []).append(c)
+            group = next((g for g in groups if g.takes(c.setup)), None)
+            if group is None:
+                groups.append(_Group(c.setup, [c]))
+            else:
+                group.runs.append(c)
     sheets: dict[tuple, Sheet | PerfgraphError] = {}
     lines = []
-    for runs in groups.values():
-        setup = runs[0].setup
+    for group in groups:
+        setup = group.setup
+        isl, osl, exact = group.lengths()
+        label = line_label(setup, isl, osl, exact)
         if setup.group not in sheets:
             try:
                 sheets[setup.group] = load(setup.spec(base.spec)).sheet
             except PerfgraphError as exc:
                 sheets[setup.group] = exc
-        sheet, points = sheets[setup.group], run_points(runs)
+        sheet, points = sheets[setup.group], run_points(group.runs)
         if isinstance(sheet, PerfgraphError):
-            lines.append(MeasuredLine(line_label(setup), tuple(runs), {}, points,
+            lines.append(MeasuredLine(label, tuple(group.runs), {}, points,
                                       error=f"the model cannot be loaded: {sheet}"))
             continue
-        config = {name: float(getattr(setup, name)) for name in ("tp", "isl", "osl")}
+        config = {"tp": float(setup.tp or 0), "isl": isl, "osl": osl}
         curve = model_curve(sheet, concurrency_grid(points["concurrency"]), config)
-        lines.append(MeasuredLine(line_label(setup), tuple(runs), curve, points))
+        lines.append(MeasuredLine(label, tuple(group.runs), curve, points))
     return tuple(lines)
 
 

@@ -134,3 +134,18 @@ def test_perfgraph_tui_measured_reads_the_runs_before_any_screen(capsys) -> None
     assert main(["tui", "--measured", str(IMAX), "--hardware", "h100-sxn"]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'h100-sxm'" in err and "Traceback" not in err
+
+
+def test_runs_with_nearly_equal_random_lengths_share_a_line() -> None:
+    """SGLang's random lengths give each run its own measured mean ISL/OSL: runs within 5%
+    share one line, drawn at their median lengths and labelled ≈."""
+    spec = ScenarioSpec(model="llama-3.3-70b", hardware="h200", precision="bf16",
+                        sets=(("tp", "4"),))
+    view = measured_view([str(DATA / "sglang_h200_datacrunch")], spec)
+    sizes = {line.label: len(line.runs) for line in view.lines}
+    assert sum(sizes.values()) == len([c for c in view.comparisons if c.error is None]) == 14
+    assert sizes["llama-3.3-70b · h200 · bf16 · TP 4 · ≈ 509.4/513.9"] == 6
+    assert sizes["llama-3.3-70b · h200 · bf16 · TP 4 · 2065/506.8"] == 2  # exactly equal
+    for line in view.lines:
+        isl = [c.setup.isl for c in line.runs]
+        assert max(isl) <= 1.05 * min(isl) + 1e-9
