@@ -28,7 +28,7 @@ from perfgraph.errors import CatalogError, DeclarationError, PerfgraphError, did
 from perfgraph.formula import parse
 from perfgraph.tomlfile import TomlDoc
 
-CELL_KEYS = ("unit", "formula", "value", "doc", "source", "group")
+CELL_KEYS = ("unit", "formula", "value", "doc", "source", "group", "domain")
 KINDS = ("model", "hardware", "workload")
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -103,7 +103,7 @@ def cell_declaration(doc: TomlDoc, key: tuple[str, ...], table: Mapping[str, Any
             doc=str(table.get("doc", base.doc if base else "")),
             group=str(table.get("group", base.group if base else group)),
             source=str(table.get("source", base.source if base else "")),
-            origin=origin,
+            origin=origin, domain=table.get("domain", base.domain if base else None),
         )
         decl.parsed_unit  # noqa: B018 - an unknown unit is reported here, with its line
     except PerfgraphError as exc:

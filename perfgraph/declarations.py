@@ -7,11 +7,25 @@ line), so that any later error can point back at the TOML.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from perfgraph.errors import DeclarationError
 from perfgraph.formula import Formula, parse
 from perfgraph.units import FORMULA_UNITS, Unit, unit
+
+
+#: What an input may hold, by the ``domain`` a sheet declares for it: (test, expected).
+DOMAINS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "positive": (lambda x: x > 0, "a number above 0"),
+    "nonnegative": (lambda x: x >= 0, "a number of at least 0"),
+    "count": (lambda x: x >= 1 and x == int(x), "a whole number of at least 1"),
+    "whole": (lambda x: x >= 0 and x == int(x), "a whole number of at least 0"),
+    "fraction": (lambda x: 0 < x <= 1, "a fraction above 0 and at most 1"),
+    "probability": (lambda x: 0 <= x <= 1, "a probability from 0 to 1"),
+    "at_least_one": (lambda x: x >= 1, "a number of at least 1"),
+}
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,9 @@ class Declaration:
     """One cell of the sheet.
 
     ``value`` is in ``unit`` (not canonical) and only for inputs; ``formula`` only for
-    computed cells. ``flag`` marks on/off inputs (TOML booleans).
+    computed cells. ``flag`` marks on/off inputs (TOML booleans). ``domain`` names what an
+    input may hold (a key of :data:`DOMAINS`); a value outside it is refused wherever it
+    comes from (a catalog, a scenario, ``--set``, the dashboard, a lever).
     """
 
     name: str
@@ -42,6 +58,7 @@ class Declaration:
     formula: Formula | None = None
     flag: bool = False
     origin: Origin | None = None
+    domain: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):
@@ -55,6 +72,27 @@ class Declaration:
         if self.value is not None and self.formula is not None:
             raise DeclarationError("a cell has either a value or a formula, not both",
                                    name=self.name)
+        if self.domain is not None and self.domain not in DOMAINS:
+            raise DeclarationError(f"unknown domain {self.domain!r}; expected one of: "
+                                   f"{', '.join(DOMAINS)}", name=self.name)
+        if self.value is not None:
+            self._check_value(self.value)
+
+    def _check_value(self, value: float) -> None:
+        """Refuse a value this input cannot hold, saying what it can."""
+        if not math.isfinite(value):
+            expected = "a finite number"
+        elif self.flag and value not in (0, 1):
+            expected = "on or off (true/false, 1/0)"
+        elif self.domain is not None and not DOMAINS[self.domain][0](value):
+            expected = DOMAINS[self.domain][1]
+        else:
+            return
+        shown = f"{value:g}" + (f" {self.unit}" if self.unit else "")
+        where = self.origin
+        raise DeclarationError(f"{shown} is out of range: expected {expected}",
+                               name=self.name, file=where.file if where else None,
+                               line=where.line if where else None)
 
     @property
     def is_input(self) -> bool:
