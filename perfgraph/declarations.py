@@ -15,7 +15,6 @@ from perfgraph.errors import DeclarationError
 from perfgraph.formula import Formula, parse
 from perfgraph.units import FORMULA_UNITS, Unit, unit
 
-
 #: What an input may hold, by the ``domain`` a sheet declares for it: (test, expected).
 DOMAINS: dict[str, tuple[Callable[[float], bool], str]] = {
     "positive": (lambda x: x > 0, "a number above 0"),
