@@ -255,7 +255,10 @@ def hand_serving(v: Cells) -> None:
     v.disagg_gpus = (v.prefill_replicas + v.decode_replicas) * v.n_gpus
     v.colocated_replicas = np.ceil(v.request_rate / v.request_throughput)
     v.kv_hop_time = where(v.disagg_same_node, v.kv_transfer_time, v.kv_transfer_time_network)
-    v.ttft_served = where(v.disaggregated, v.ttft + v.kv_hop_time, v.ttft)
+    v.kv_hop_exposed = where(v.kv_hop_overlap, np.maximum(
+        v.kv_hop_time / v.n_layers, v.kv_hop_time - v.prefill_time + v.prefill_time / v.n_layers),
+        v.kv_hop_time)
+    v.ttft_served = where(v.disaggregated, v.ttft + v.kv_hop_exposed, v.ttft)
     v.itl_worst = where(v.disaggregated, v.itl, np.maximum(v.itl, v.decode_stall))
     v.slo_met = ((v.ttft_served <= v.ttft_slo) & (v.itl_worst <= v.itl_slo)) * 1.0
     v.goodput = where(v.slo_met, where(v.disaggregated, v.request_rate, np.minimum(

@@ -340,10 +340,26 @@ def test_kv_hop_nvlink_vs_rdma_enters_disaggregated_ttft() -> None:
     # "2.62 GB ... over 400 Gb RDMA ~52 ms": the seed's 2.62 GB is 8192 × 320,000 B; exact
     # bytes (327,680 B/token) are 2.4% more, and "~52" is rounded: 3.5% allowed.
     assert v(sc, "kv_hop_time", "ms") == pytest.approx(52, rel=0.035)
+    # "hidden by layer-by-layer overlap": each layer's KV leaves while later layers prefill,
+    # so the first token waits for the last layer's 1/80 only (the 8K prefill takes longer)
+    assert v(sc, "prefill_time", "ms") > v(sc, "kv_hop_time", "ms")
+    assert v(sc, "kv_hop_exposed", "ms") == pytest.approx(v(sc, "kv_hop_time", "ms") / 80)
+    assert v(sc, "ttft_served", "ms") == pytest.approx(
+        v(sc, "ttft", "ms") + v(sc, "kv_transfer_time_network", "ms") / 80)
+    sc.sheet.set("kv_hop_overlap", False)  # sent whole after the prefill
     assert v(sc, "ttft_served", "ms") == pytest.approx(
         v(sc, "ttft", "ms") + v(sc, "kv_transfer_time_network", "ms"))
     sc.sheet.set("disagg_same_node", True)
     assert v(sc, "kv_hop_time", "ms") == pytest.approx(3, rel=0.05)  # NVLink
+
+
+def test_an_overlapped_kv_hop_slower_than_the_prefill_shows_its_lag() -> None:
+    # a short prompt over a slow link: the transfer falls behind the prefill, and the first
+    # token waits for the lag plus one layer's prefill: hop − prefill + prefill / n_layers
+    sc = scenario(("isl", 512), ("disaggregated", "true"), ("network_bandwidth", "1 GB/s"))
+    hop, prefill = v(sc, "kv_hop_time", "ms"), v(sc, "prefill_time", "ms")
+    assert hop > prefill
+    assert v(sc, "kv_hop_exposed", "ms") == pytest.approx(hop - prefill + prefill / 80)
 
 
 def test_goodput_counts_only_requests_meeting_both_slos() -> None:
