@@ -234,7 +234,7 @@ def hand_throughput(v: Cells) -> None:
 def hand_serving(v: Cells) -> None:
     v.request_throughput = v.throughput / v.osl
     v.request_rate = v.request_throughput
-    v.prefill_pool_rate = v.isl / v.prefill_time
+    v.prefill_pool_rate = v.isl * v.achievable_flops / v.prefill_flops
     v.prefill_replicas = np.ceil(v.request_rate * v.isl / v.prefill_pool_rate)
     v.itl_slo_step_budget = budget = v.itl_slo * v.spec_tokens_per_pass - v.step_overhead \
         - where(v.comm_overlap, 0, v.tp_comm_latency_time)

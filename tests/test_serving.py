@@ -335,6 +335,17 @@ def test_pools_are_sized_on_their_own_bottlenecks() -> None:
     assert v(sc, "disagg_gpus") == 2 * (v(sc, "prefill_replicas") + v(sc, "decode_replicas"))
 
 
+def test_the_prefill_pool_batches_short_prompts_up_to_compute() -> None:
+    # one 128-token prompt is memory-bound (it streams all the weights for 128 tokens); a
+    # prefill pool batches prompts, so its rate is compute's: FLOP/s ÷ 2P per prompt token
+    sc = scenario(("isl", 128))
+    assert v(sc, "prefill_time", "s") > v(sc, "prefill_flops", "FLOP") / v(
+        sc, "achievable_flops", "FLOP/s")  # one prompt alone: memory-bound
+    rate = v(sc, "achievable_flops", "FLOP/s") / v(sc, "flops_per_token", "FLOP/token")
+    assert v(sc, "prefill_pool_rate", "token/s") == pytest.approx(rate)
+    assert v(sc, "prefill_pool_rate", "token/s") > 128 / v(sc, "prefill_time", "s")
+
+
 def test_kv_hop_nvlink_vs_rdma_enters_disaggregated_ttft() -> None:
     sc = scenario(("isl", 8192), ("disaggregated", "true"), precision="bf16")
     # "2.62 GB ... over 400 Gb RDMA ~52 ms": the seed's 2.62 GB is 8192 × 320,000 B; exact
