@@ -26,7 +26,7 @@ from perfgraph.errors import (
     UnitError,
 )
 from perfgraph.formula import Formula, parse
-from perfgraph.units import Dims, parse_quantity
+from perfgraph.units import Dims, parse_quantity, reads_as_quantity
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
         try:
             magnitude, dims = parse_quantity(text)
         except UnitError as unit_error:
-            if "unknown unit" in unit_error.message:
-                raise unit_error from None
-            raise syntax from None
+            raise _clearer(syntax, unit_error, text) from None
         return Assignment(value=_convert(decl, magnitude, dims, text, bare=False))
     if formula.names:
         return Assignment(formula=formula)
@@ -79,6 +77,21 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
     # A formula of plain numbers (no unit names) is a bare number: in the declared unit.
     return Assignment(value=_convert(decl, float(magnitude), dims, text,
                                      bare=dims.dimensionless))
+
+
+def _clearer(syntax: FormulaSyntaxError, unit_error: UnitError, text: str,
+             ) -> PerfgraphError:
+    """Which of two failed readings of ``text`` explains it better.
+
+    An unknown unit says it all. A formula refused by the allowlist (``9**9**9``, an
+    exponent too big) was a formula. Text that Python cannot parse at all and whose words
+    are all units (``3,35 TB/s``, ``64 64``) was meant as a quantity.
+    """
+    if unit_error.extra.get("unknown"):
+        return unit_error
+    if syntax.extra.get("grammar") and reads_as_quantity(text):
+        return unit_error
+    return syntax
 
 
 def _convert(decl: Declaration, canonical: float, dims: Dims, text: str, *,

@@ -113,11 +113,27 @@ class CellError:
     """The value of a cell that could not be computed.
 
     ``message`` says why; ``root`` names the cell where the failure started (itself when
-    its own formula failed).
+    its own formula failed) and ``root_message`` says why that cell failed ("" when this is
+    the root), so that a long chain of dependents names the cause once, not nested.
     """
 
     message: str
     root: str
+    root_message: str = ""
+
+    @property
+    def cause(self) -> str:
+        """Why the root cell failed."""
+        return self.root_message or self.message
+
+    @classmethod
+    def reading(cls, src: str, failed: CellError) -> CellError:
+        """The error of a cell that reads ``src``, whose value is ``failed``."""
+        if failed.root == src:
+            message = f"depends on {src}, which failed: {failed.cause}"
+        else:
+            message = f"depends on {src}, which failed (root {failed.root}: {failed.cause})"
+        return cls(message, failed.root, failed.cause)
 
     def __str__(self) -> str:
         return self.message

@@ -11,7 +11,9 @@ Allowed: numbers, ``"3.35 TB/s"`` quantity strings, cell names, unit names (FLOP
 s, ms, GB … — dimensions of information, time, FLOP, token, request), ``+ - * / **``,
 comparisons, ``and or not``, ``a if c else b`` and the functions in :data:`FUNCTIONS`.
 Anything else — attributes, subscripts, lambdas, comprehensions, keywords, dunder names,
-a constant exponent beyond ±64 — is a :class:`~perfgraph.errors.FormulaSyntaxError`.
+a constant exponent beyond ±64, an expression nested more than :data:`MAX_DEPTH` deep — is a
+:class:`~perfgraph.errors.FormulaSyntaxError`. A run of ``+ -`` (or ``* /``) counts as one
+level and is walked with a loop, so ``a + b + c + …`` may have as many terms as fit.
 
 The same walk yields the names a formula reads (the graph's edges), its dimensions (checked
 against the cell's declared unit when a sheet loads) and a closure that computes it over
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import reduce
@@ -34,6 +37,9 @@ from perfgraph.units import Dims, formula_unit, parse_quantity
 
 MAX_LENGTH = 2000
 MAX_EXPONENT = 64.0
+#: How deeply a formula may nest; every walk of a tree that passed the validator is then
+#: far from Python's recursion limit.
+MAX_DEPTH = 100
 
 Value = Any  # float or numpy.ndarray
 Env = Mapping[str, Value]
@@ -120,17 +126,47 @@ def parse(text: str) -> Formula:
     if "\x00" in text:
         raise FormulaSyntaxError("formula contains a NUL character")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():  # "invalid decimal literal" and the like
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         at = f" at column {exc.offset}" if exc.offset else ""
-        raise FormulaSyntaxError(f"invalid formula {text!r}: {exc.msg}{at}") from None
+        raise FormulaSyntaxError(f"invalid formula {text!r}: {exc.msg}{at}",
+                                 grammar=True) from None
     except (RecursionError, MemoryError, ValueError):
-        raise FormulaSyntaxError(f"formula {text[:40]!r}… is nested too deeply") from None
+        raise FormulaSyntaxError(f"formula {_short(text)} is nested too deeply",
+                                 grammar=True) from None
     try:
         names = _Validator(text).collect(tree.body)
-    except RecursionError:
-        raise FormulaSyntaxError(f"formula {text[:40]!r}… is nested too deeply") from None
+    except RecursionError:  # pragma: no cover - MAX_DEPTH keeps the walk shallow
+        raise FormulaSyntaxError(f"formula {_short(text)} is nested too deeply") from None
     return Formula(text=text.strip(), tree=tree.body, names=tuple(dict.fromkeys(names)))
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:40]) + "…"
+
+
+#: The runs walked with a loop: a left-leaning chain of + and −, or of × and ÷.
+_CHAIN_GROUPS: dict[type, int] = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2}
+
+
+def _chain(node: ast.BinOp) -> tuple[ast.expr, list[tuple[ast.operator, ast.expr]]]:
+    """``a - b + c`` → ``a, [(Sub, b), (Add, c)]``: the first operand of a left-leaning run
+    of + and − (or × and ÷) and each operator with the operand on its right."""
+    group = _CHAIN_GROUPS.get(type(node.op))
+    rest: list[tuple[ast.operator, ast.expr]] = []
+    current: ast.expr = node
+    while group is not None and isinstance(current, ast.BinOp) \
+            and _CHAIN_GROUPS.get(type(current.op)) == group:
+        rest.append((current.op, current.right))
+        current = current.left
+    rest.reverse()
+    return current, rest
+
+
+def _is_chain(node: ast.AST) -> bool:
+    return isinstance(node, ast.BinOp) and type(node.op) in _CHAIN_GROUPS
 
 
 class _Validator:
@@ -146,10 +182,18 @@ class _Validator:
 
     def collect(self, node: ast.AST) -> list[str]:
         names: list[str] = []
-        self.walk(node, names)
+        self.walk(node, names, 0)
         return names
 
-    def walk(self, node: ast.AST, names: list[str]) -> None:
+    def walk(self, node: ast.AST, names: list[str], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise FormulaSyntaxError(
+                f"formula {_short(self.text)} is nested more than {MAX_DEPTH} levels deep; "
+                "split it into cells")
+        self.node(node, names, depth + 1)
+
+    def node(self, node: ast.AST, names: list[str], depth: int) -> None:
+        """Check one node; ``depth`` is that of its children."""
         if isinstance(node, ast.Constant):
             self.constant(node)
         elif isinstance(node, ast.Name):
@@ -159,24 +203,28 @@ class _Validator:
                 names.append(node.id)
             elif node.id in FUNCTIONS:
                 raise self.fail(node, f"the function {node.id!r} without a call")
+        elif _is_chain(node):
+            first, rest = _chain(node)  # type: ignore[arg-type]
+            for child in (first, *(operand for _, operand in rest)):
+                self.walk(child, names, depth)
         elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            self.power(node)
-            self.walk(node.left, names)
-            self.walk(node.right, names)
+            self.walk(node.left, names, depth)
+            self.walk(node.right, names, depth)
+            self.power(node)  # after the walk: the exponent is known to be shallow
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd,
                                                                      ast.Not)):
-            self.walk(node.operand, names)
+            self.walk(node.operand, names, depth)
         elif isinstance(node, ast.Compare) and all(type(o) in _CMPOPS for o in node.ops):
             for child in (node.left, *node.comparators):
-                self.walk(child, names)
+                self.walk(child, names, depth)
         elif isinstance(node, ast.BoolOp):
             for child in node.values:
-                self.walk(child, names)
+                self.walk(child, names, depth)
         elif isinstance(node, ast.IfExp):
             for child in (node.test, node.body, node.orelse):
-                self.walk(child, names)
+                self.walk(child, names, depth)
         elif isinstance(node, ast.Call):
-            self.call(node, names)
+            self.call(node, names, depth)
         elif isinstance(node, ast.Attribute):
             raise self.fail(node, f"attribute access (.{node.attr})")
         elif isinstance(node, (ast.Subscript, ast.Slice)):
@@ -204,9 +252,9 @@ class _Validator:
         if exp is not None and abs(exp) > MAX_EXPONENT:
             raise self.fail(node, f"an exponent of {exp:g} (at most ±{MAX_EXPONENT:g})")
 
-    def call(self, node: ast.Call, names: list[str]) -> None:
+    def call(self, node: ast.Call, names: list[str], depth: int) -> None:
         if not isinstance(node.func, ast.Name):
-            self.walk(node.func, names)  # reports the attribute access or whatever it is
+            self.walk(node.func, names, depth)  # reports the attribute access or the like
             raise self.fail(node, "calling the result of an expression")
         if node.func.id.startswith("_"):
             raise self.fail(node, f"the name {node.func.id!r} (leading underscore)")
@@ -226,7 +274,7 @@ class _Validator:
                 f"{node.func.id}() takes {want} argument(s), got {len(node.args)}: "
                 f"{self.text!r}")
         for arg in node.args:
-            self.walk(arg, names)
+            self.walk(arg, names, depth)
 
 
 def _constant_number(node: ast.AST) -> float | None:
@@ -240,17 +288,30 @@ def _constant_number(node: ast.AST) -> float | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
         return float(node.value)
+    if _is_chain(node):
+        first, rest = _chain(node)  # type: ignore[arg-type]
+        value = _constant_number(first)
+        for op, operand in rest:
+            right = _constant_number(operand)
+            if value is None or right is None:
+                return None
+            value = _fold_constant(op, value, right)
+        return value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         left, right = _constant_number(node.left), _constant_number(node.right)
         if left is None or right is None:
             return None
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             return math.inf
-        try:
-            return float(_BINOPS[type(node.op)][1](left, right))
-        except (OverflowError, ZeroDivisionError, ValueError, TypeError):
-            return math.inf
+        return _fold_constant(node.op, left, right)
     return None
+
+
+def _fold_constant(op: ast.operator, left: float, right: float) -> float:
+    try:
+        return float(_BINOPS[type(op)][1](left, right))
+    except (OverflowError, ZeroDivisionError, ValueError, TypeError):
+        return math.inf
 
 
 def _is_zero(node: ast.AST) -> bool:
@@ -300,12 +361,16 @@ class _DimsWalker:
 
     def binop(self, node: ast.BinOp) -> Dims:
         if isinstance(node.op, (ast.Add, ast.Sub)):
-            return self.same("add or subtract", [node.left, node.right])
+            first, rest = _chain(node)
+            return self.same("add or subtract", [first, *(operand for _, operand in rest)])
+        if isinstance(node.op, (ast.Mult, ast.Div)):
+            first, rest = _chain(node)
+            out = self.visit(first)
+            for op, operand in rest:
+                d = self.visit(operand)
+                out = out * d if isinstance(op, ast.Mult) else out / d
+            return out
         left, right = self.visit(node.left), self.visit(node.right)
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.Div):
-            return left / right
         if not right.dimensionless:
             raise DimensionError(f"an exponent must be dimensionless, not {right}, "
                                  f"in {self.text!r}")
@@ -349,6 +414,8 @@ def _compile(node: ast.expr) -> Fn:
         if isinstance(node.op, ast.Not):
             return lambda env: _not(inner(env))
         return inner
+    if _is_chain(node):
+        return _compile_chain(node)  # type: ignore[arg-type]
     if isinstance(node, ast.BinOp):
         op = _BINOPS[type(node.op)][1]
         left, right = _compile(node.left), _compile(node.right)
@@ -366,6 +433,23 @@ def _compile(node: ast.expr) -> Fn:
     impl = FUNCTIONS[node.func.id][2]
     args = [_compile(a) for a in node.args]
     return lambda env: impl(*(a(env) for a in args))
+
+
+def _compile_chain(node: ast.BinOp) -> Fn:
+    """``a + b - c …`` as a loop over its terms, left to right as Python would."""
+    first, rest = _chain(node)
+    start = _compile(first)
+    steps = [(_BINOPS[type(op)][1], _compile(operand)) for op, operand in rest]
+    if len(steps) == 1:
+        (op, right), = steps
+        return lambda env: op(start(env), right(env))
+
+    def run(env: Env) -> Value:
+        value = start(env)
+        for op, term in steps:
+            value = op(value, term(env))
+        return value
+    return run
 
 
 def _compile_compare(node: ast.Compare) -> Fn:
@@ -413,8 +497,14 @@ class _Renderer(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> str:
         prec = self.PREC[type(node.op)]
-        symbol = _BINOPS[type(node.op)][0]
-        return f"{self.wrap(node.left, prec)} {symbol} {self.wrap(node.right, prec, True)}"
+        if not _is_chain(node):
+            symbol = _BINOPS[type(node.op)][0]
+            return f"{self.wrap(node.left, prec)} {symbol} {self.wrap(node.right, prec, True)}"
+        first, rest = _chain(node)
+        parts = [self.wrap(first, prec)]
+        for op, operand in rest:
+            parts.append(f"{_BINOPS[type(op)][0]} {self.wrap(operand, prec, True)}")
+        return " ".join(parts)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> str:
         symbol = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not "}[type(node.op)]

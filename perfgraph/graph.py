@@ -26,6 +26,7 @@ from perfgraph.errors import (
     CycleError,
     DimensionError,
     EvaluationError,
+    FormulaSyntaxError,
     PerfgraphError,
     UnknownNameError,
     did_you_mean,
@@ -73,6 +74,10 @@ class Sheet:
                 decl.parsed_unit  # noqa: B018 - an unknown unit fails here, with its origin
                 self._compiled.pop(name, None)
                 self._reads[name] = ()
+        except RecursionError:  # pragma: no cover - the parser's depth limit prevents it
+            origin = decl.origin or Origin("")
+            raise FormulaSyntaxError("formula is nested too deeply", file=origin.file or None,
+                                     line=origin.line, name=name) from None
         except PerfgraphError as exc:
             origin = decl.origin or Origin("")
             raise exc.located(file=origin.file or None, line=origin.line, name=name) from None
@@ -116,9 +121,7 @@ class Sheet:
         for src in self._reads[name]:
             v = values[src]
             if isinstance(v, CellError):
-                return CellError(f"depends on {src}, which failed ({v.root}: {v.message})"
-                                 if v.root != src else f"depends on {src}, which failed: "
-                                 f"{v.message}", v.root)
+                return CellError.reading(src, v)
         try:
             result = float(fn(values))
         except ZeroDivisionError:

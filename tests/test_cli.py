@@ -135,6 +135,12 @@ BAD_CASES = [
     ("unknown-key.toml", ["unknown-key.toml:2", "did you mean 'model'"]),
     ("unknown-cell-value.toml", ["unknown-cell-value.toml:3", "no cell named 'concurency'"]),
     ("bad-cell-key.toml", ["bad-cell-key.toml:4", "did you mean 'formula'"]),
+    ("value-paren.toml", ["value-paren.toml:3", "concurrency", "cannot read '64)'",
+                          "expected a number and a unit"]),
+    ("value-comma.toml", ["value-comma.toml:3", "hbm_bandwidth", "cannot read '3,35 TB/s'",
+                          "expected a number and a unit"]),
+    ("quoted-power.toml", ["quoted-power.toml:4", "huge_bandwidth",
+                           "a number raised to a power"]),
 ]
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from perfgraph.declarations import Declaration
-from perfgraph.errors import CycleError, DimensionError, EvaluationError, UnknownNameError
+from perfgraph.errors import (
+    CycleError,
+    DimensionError,
+    EvaluationError,
+    FormulaSyntaxError,
+    UnknownNameError,
+)
 from perfgraph.formula import parse
 from perfgraph.graph import Sheet
 from perfgraph.scenario import load
@@ -91,6 +97,46 @@ def test_errors_are_values_and_the_rest_computes(small: Sheet) -> None:
         small.magnitude("rate")
     small.set("bandwidth", 2)
     assert small.error("rate") is None
+
+
+def test_errors_of_dependents_name_the_root_once_not_nested() -> None:
+    sheet = Sheet([
+        cell("zero", "s", value=0),
+        cell("rate", "1/s", "1 / zero"),
+        cell("twice", "1/s", "2 * rate"),
+        cell("thrice", "1/s", "3 * twice"),
+        cell("sum", "1/s", "thrice + twice"),
+    ])
+    root = sheet.error("rate")
+    assert root is not None and root.root == "rate" and root.cause == root.message
+    assert sheet.error("twice").message == (
+        "depends on rate, which failed: division by zero in '1 / zero'")
+    for name, src in (("thrice", "twice"), ("sum", "thrice")):
+        err = sheet.error(name)
+        assert err is not None and err.root == "rate", name
+        assert err.message == (f"depends on {src}, which failed "
+                               "(root rate: division by zero in '1 / zero')"), name
+        assert err.cause == "division by zero in '1 / zero'"
+        assert err.message.count("depends on") == 1
+
+
+def test_a_long_chain_of_terms_computes_and_renders() -> None:
+    terms = 400
+    text = " + ".join(["x"] * terms)
+    sheet = Sheet([cell("x", "token", value=1), cell("total", "token", text)])
+    assert sheet.magnitude("total") == terms
+    assert sheet.declaration("total").formula.render(str).count("+") == terms - 1
+    sheet.set("total", "-".join(["x"] * terms))
+    assert sheet.magnitude("total") == 2 - terms
+
+
+def test_a_formula_nested_too_deeply_is_refused_with_the_limit() -> None:
+    sheet = Sheet([cell("x", "", value=2), cell("y", "", "x")])
+    with pytest.raises(FormulaSyntaxError, match="nested more than 100 levels"):
+        sheet.set("y", "-" * 150 + "x")
+    with pytest.raises(FormulaSyntaxError, match="nested more than 100 levels"):
+        sheet.set("y", "min(" * 120 + "x" + ")" * 120)
+    assert sheet.magnitude("y") == 2
 
 
 def test_fork_is_independent(small: Sheet) -> None:
