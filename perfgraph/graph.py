@@ -312,8 +312,8 @@ class Sheet:
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return math.nan
         if not isinstance(value, np.ndarray):
-            value = float(value)
-            return value if math.isfinite(value) else math.nan
+            scalar = float(value)
+            return scalar if math.isfinite(scalar) else math.nan
         if _MAY_HIDE_NAN.search(self._decls[name].formula.text):  # type: ignore[union-attr]
             # a comparison or a choice can turn a failed read into a number; it must not:
             # adding 0 × each read (0, or NaN where the read is NaN) fails those rows

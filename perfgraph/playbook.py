@@ -199,7 +199,7 @@ def check(playbook: Playbook, sheet: Sheet) -> None:
         return sheet.declaration(name).parsed_unit.dims
 
     for s in playbook.symptoms:
-        key = ("symptoms", s.id, "condition")
+        key: tuple[str, ...] = ("symptoms", s.id, "condition")
         formula = _located(playbook.doc, key, lambda c=s.condition: parse(c))
         _located(playbook.doc, key, lambda f=formula: check_names(f, names))
         got = _located(playbook.doc, key, lambda f=formula: f.dims(dims_of))
