@@ -10,7 +10,8 @@ compares like with like and says what it compared:
 * TTFT: the measured mean (else median) vs the roofline prefill of one prompt (no queueing);
 * TPOT: time per output token excluding the first (ITL per streamed chunk only when the file
   has no TPOT) vs the roofline decode step at the run's batch;
-* E2EL vs the roofline end-to-end latency of one request;
+* E2EL vs the roofline end-to-end latency of one request, at the run's OSL (its implied mean
+  OSL where the file gives only a configured one and its latencies imply another);
 * throughput: output tokens/s vs the model's ``throughput`` (one replica); or, where the file
   gives only total (input + output) tokens/s, vs throughput × (isl + osl)/osl, divided by
   ``n_gpus`` when the file divides by its GPUs.
@@ -56,7 +57,7 @@ _SAYS = {
             "roofline decode step at the run's batch",
     "itl": "TPOT vs ITL: the file has no TPOT, so its {stat} ITL (gap between streamed chunks) "
            "stands in; it equals TPOT only when each chunk carries one token",
-    "e2el": "E2EL: measured {stat} request latency vs the roofline TTFT + OSL × ITL",
+    "e2el": "E2EL: measured {stat} request latency vs the roofline TTFT + OSL × ITL, at {osl}",
     "output_throughput": "throughput: output tokens/s of the whole run (one TP group) vs the "
                          "model's throughput (output tokens/s of one replica)",
     "total_throughput": "throughput: total (input + output) tokens/s vs the model's total = "
@@ -163,12 +164,14 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
             runs, setups, strict=True)]
     cols = config_columns(setups)
     n = len(runs)
-    model = sheet.evaluate_columns(cols, n)
-    gpus = model["n_gpus"]
-    measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
-        runs, setups, strict=True))]
-    derived = measured_utilisation(sheet, cols, measured)
-    like = like_for_like(sheet, model, [m.throughput_key for m in measured])
+    with np.errstate(all="ignore"):  # a bad configuration shows as NaN, explained per metric
+        model = sheet.evaluate_columns(cols, n)
+        gpus = model["n_gpus"]
+        measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
+            runs, setups, strict=True))]
+        derived = measured_utilisation(sheet, cols, measured)
+        like = like_for_like(sheet, model, [m.throughput_key for m in measured])
+        like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
         metrics = _metrics(sheet, like, i, setup, measured[i])
@@ -178,6 +181,27 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
         out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
                               _finite(measured[i].output_equivalent), found))
     return out
+
+
+def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[Setup],
+                     e2el: np.ndarray) -> np.ndarray:
+    """The model's E2EL (ms) at each run's ``e2el_osl`` where that differs from its ``osl``."""
+    osl = np.array([s.e2el_osl if s.e2el_osl is not None else s.osl for s in setups],
+                   dtype=float)
+    if np.array_equal(osl, cols["osl"]):
+        return e2el
+    values = sheet.evaluate_columns({**cols, "osl": osl}, len(setups))
+    return in_unit(sheet, values, "e2e_latency", "ms")
+
+
+def _osl_said(setup: Setup) -> str:
+    """Which OSL the E2EL comparison used, for its definition line."""
+    if setup.e2el_osl is not None and setup.e2el_osl != setup.osl:
+        return "the run's implied mean OSL (worked out from its own numbers), not the " \
+            "configured one"
+    return {"measured": "the measured mean OSL", "configured": "the configured OSL (the file "
+            "records no measured mean)"}.get(setup.osl_source or "",
+                                              "the OSL from the scenario options")
 
 
 def config_columns(setups: Sequence[Setup]) -> dict[str, np.ndarray]:
@@ -230,9 +254,11 @@ def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
     out = {metric: in_unit(sheet, values, cell, u) for metric, (cell, u, _) in LATENCIES.items()}
     output = in_unit(sheet, values, "throughput", "token/s")
     isl, osl = in_unit(sheet, values, "isl", "token"), in_unit(sheet, values, "osl", "token")
-    total = output * (isl + osl) / osl
+    with np.errstate(all="ignore"):  # osl or n_gpus 0 → NaN, shown as "model failed"
+        total = output * (isl + osl) / osl
+        per_gpu = total / np.asarray(values["n_gpus"], dtype=float)
     choices = {"output_throughput": output, "total_throughput": total,
-               "throughput_per_gpu": total / np.asarray(values["n_gpus"], dtype=float)}
+               "throughput_per_gpu": per_gpu}
     out["throughput"] = np.array([choices[k][i] if k else math.nan
                                   for i, k in enumerate(throughput_keys)], dtype=float)
     return out
@@ -246,10 +272,11 @@ def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: Setup,
         value = _finite(like[metric][i])
         if got is None:
             out.append(MetricComparison(metric, unit_text, None, None, None, value, cell,
-                                        _SAYS[metric].format(stat="—"),
+                                        _SAYS[metric].format(stat="—", osl=_osl_said(setup)),
                                         error="the file has no such measurement"))
             continue
-        said = _SAYS["itl" if got[2].startswith("itl") else metric].format(stat=got[1])
+        said = _SAYS["itl" if got[2].startswith("itl") else metric].format(
+            stat=got[1], osl=_osl_said(setup))
         out.append(MetricComparison(metric, unit_text, got[0], got[1], got[2], value, cell,
                                     said, error=None if value is not None else _why(
                                         sheet, setup, cell)))

@@ -2,7 +2,10 @@
 
 ``read_measured`` reads every file (a folder: every .json/.jsonl/.csv inside it) and never
 raises for a bad one: a file that cannot be read becomes a problem with its reason, like a
-refused run.  The outputs state, per file, the format detected and the definitions compared.
+refused run.  The outputs state, per file, the format detected, whether the ISL/OSL the model
+ran at are measured or configured, the reader's caveats (the notes that change how the numbers
+read: zero-length outputs, recomputed metrics, ITL per chunk, measured vs configured lengths),
+and the definitions compared; ``--notes`` adds every note the reader made.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgraph.adapters import MeasuredFileError, MeasuredRun, RunProblem, read_runs
+from perfgraph.adapters import MeasuredFileError, MeasuredRun, RunProblem, read_format, read_runs
 from perfgraph.compare import MBU_FORMULA, METRICS, MFU_FORMULA, Comparison, median_possible
 from perfgraph.display import number, quantity
 from perfgraph.measured_findings import _pct as pct
@@ -26,7 +29,10 @@ _HEAD = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughp
 class Measured:
     runs: tuple[MeasuredRun, ...]
     problems: tuple[RunProblem, ...]
-    formats: tuple[tuple[str, str], ...]  # (source, format detected)
+    formats: tuple[tuple[str, str], ...]  # (source, format detected), refused files too
+
+    def format_of(self, source: str) -> str | None:
+        return next((f for s, f in self.formats if s == source), None)
 
 
 def read_measured(paths: Iterable[str]) -> Measured:
@@ -42,6 +48,9 @@ def read_measured(paths: Iterable[str]) -> Measured:
         except (MeasuredFileError, ValueError, OSError) as exc:  # unknown format, bad sidecar
             reason = str(exc).removeprefix(f"{path}: ")
             problems.append(RunProblem(str(path), None, reason))
+            fmt = read_format(path)
+            if fmt is not None:
+                formats.append((str(path), fmt))
             continue
         formats.append((result.source, result.format))
         runs += result.runs
@@ -84,11 +93,27 @@ def _model_at(c: Comparison) -> str:
     return f"{s.model} · {s.precision} · {s.hardware}"
 
 
-def _row(c: Comparison, with_model: bool) -> list[str]:
+#: How the "model at" column names where a run's ISL/OSL came from.
+LENGTHS_SAID = {"measured": "measured means (total tokens ÷ completed requests)",
+                "configured": "configured (the file records no measured lengths)",
+                "scenario options": "from the scenario options (the file does not say)"}
+_SHORT = {"measured": "meas.", "configured": "cfg.", "scenario options": "opt."}
+
+
+def _lengths(c: Comparison) -> str:
+    s = c.setup
+    if s.isl_source == s.osl_source:
+        return LENGTHS_SAID.get(s.isl_source or "", "?")
+    return f"ISL {s.isl_source}, OSL {s.osl_source}"
+
+
+def _row(c: Comparison, with_model: bool, with_lengths: bool = False) -> list[str]:
     s = c.setup
     where = f"#{c.run.index}"
     config = f"TP{number(s.tp or 0)} B={number(s.concurrency or 0, 3)} " \
              f"{number(s.isl or 0, 4)}/{number(s.osl or 0, 4)}"
+    if with_lengths:
+        config += f" {_SHORT.get(s.isl_source or '', '?')}/{_SHORT.get(s.osl_source or '', '?')}"
     if with_model:
         config = f"{_model_at(c)} {config}"
     return [where, config, *(metric_text(c, m) for m in METRICS), pct(c.mfu), pct(c.mbu)]
@@ -101,15 +126,21 @@ UTILISATION_SAYS = (f"MFU = {MFU_FORMULA}, MBU = {MBU_FORMULA}, with throughput 
                     "output tokens/s and itl = the measured TPOT")
 
 
-def _header(runs: Sequence[Comparison], reference: str) -> tuple[list[str], bool]:
-    """The per-file lines above the table; whether each row must name its model."""
-    models = {_model_at(c) for c in runs if c.error is None}
+def _header(runs: Sequence[Comparison], reference: str) -> tuple[list[str], bool, bool]:
+    """The per-file lines above the table; whether each row must name its model, and whether
+    each row must say where its ISL/OSL came from (when the runs differ in that)."""
+    compared = [c for c in runs if c.error is None]
+    models = {_model_at(c) for c in compared}
     says = CELL_SAYS.format(reference=reference)
     if not models:
-        return [], False
-    if len(models) == 1:
-        return [f"model: {models.pop()}", says], False
-    return [says], True
+        return [], False, False
+    lengths = {_lengths(c) for c in compared}
+    mixed = len(lengths) > 1
+    said = "ISL/OSL in 'model at': " + (
+        "per row, meas. = measured mean, cfg. = configured, opt. = from the scenario options"
+        if mixed else lengths.pop())
+    head = [f"model: {models.pop()}"] if len(models) == 1 else []
+    return [*head, says, said], not head, mixed
 
 
 def _by_source(comparisons: Sequence[Comparison], measured: Measured,
@@ -130,10 +161,20 @@ def _not_compared(runs: Sequence[Comparison]) -> list[str]:
     return [f"not compared ({', '.join(which)}): {why}" for why, which in reasons.items()]
 
 
+def caveat_lines(runs: Sequence[Comparison]) -> list[str]:
+    """The reader's caveats on the runs, each distinct one once with the runs it holds for."""
+    which: dict[str, list[str]] = {}
+    for c in runs:
+        for text in c.run.caveats:
+            which.setdefault(text, []).append(f"#{c.run.index}")
+    return [f"read with care ({', '.join(w)}): {text}" for text, w in which.items()]
+
+
 def _explained(runs: Sequence[Comparison]) -> list[str]:
-    """The definitions compared and the notes on how runs were set up (each distinct sentence
-    once), then what the runs show, grouped by symptom with its lever."""
-    lines: list[str] = []
+    """The reader's caveats, the definitions compared and the notes on how runs were set up
+    (each distinct sentence once), then what the runs show, grouped by symptom with its
+    lever."""
+    lines: list[str] = caveat_lines(runs)
     runs = [c for c in runs if c.error is None]
     if not runs:
         return lines
@@ -179,9 +220,9 @@ def as_table(comparisons: Sequence[Comparison], measured: Measured, notes: bool 
              reference: str = "roofline") -> str:
     out: list[str] = []
     for source, fmt, runs in _by_source(comparisons, measured):
-        header, with_model = _header(runs, reference)
+        header, with_model, with_lengths = _header(runs, reference)
         out += [f"{source}  [format: {fmt}]", *(f"  {h}" for h in header)]
-        compared = [_row(c, with_model) for c in runs if c.error is None]
+        compared = [_row(c, with_model, with_lengths) for c in runs if c.error is None]
         rows = [list(COLUMNS), *compared] if compared else []
         widths = [max((len(r[i]) for r in rows), default=0) for i in range(len(COLUMNS))]
         for r in rows:
@@ -196,26 +237,32 @@ def as_table(comparisons: Sequence[Comparison], measured: Measured, notes: bool 
     return "\n".join(out) + "\n"
 
 
+def problem_lines(measured: Measured) -> list[str]:
+    """One line per refused run or file: where, the format detected (when known), why."""
+    out = []
+    for p in measured.problems:
+        fmt = measured.format_of(p.source)
+        where = p.source if p.index is None else f"{p.source} #{p.index}"
+        out.append(f"{where}{f' [format: {fmt}]' if fmt else ''}: {p.reason}")
+    return out
+
+
 def _problem_lines(measured: Measured) -> list[str]:
     if not measured.problems:
         return []
-    lines = ["refused:"]
-    for p in measured.problems:
-        where = p.source if p.index is None else f"{p.source} #{p.index}"
-        lines.append(f"  {where}: {p.reason}")
-    return [*lines, ""]
+    return ["refused:", *(f"  {line}" for line in problem_lines(measured)), ""]
 
 
 def as_markdown(comparisons: Sequence[Comparison], measured: Measured,
                 reference: str = "roofline") -> str:
     out = [f"## Measured runs vs the {reference}", ""]
     for source, fmt, runs in _by_source(comparisons, measured):
-        header, with_model = _header(runs, reference)
-        out += [f"### `{source}` (format: {fmt})", "", *header, "",
+        header, with_model, with_lengths = _header(runs, reference)
+        out += [f"### `{source}` (format: {fmt})", "", *(f"{h}  " for h in header), "",
                 "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         for c in runs:
             if c.error is None:
-                row = _row(c, with_model)
+                row = _row(c, with_model, with_lengths)
                 out.append("| " + " | ".join(t.replace("|", "\\|") for t in row) + " |")
         explained = [*_not_compared(runs), *_explained(runs)]
         out += ["", *(f"  - {t.strip()}" if t.startswith("  ") else f"- {t}"
@@ -236,8 +283,15 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
         s, r = c.setup, c.run
         row: dict = {"source": r.source, "format": r.format, "index": r.index,
                      "label": r.label, "model": s.model, "hardware": s.hardware,
-                     "precision": s.precision, "tp": s.tp, "concurrency": s.concurrency,
-                     "isl": s.isl, "osl": s.osl}
+                     "precision": s.precision, "precision_in_file": r.precision, "tp": s.tp,
+                     "concurrency": s.concurrency, "concurrency_source": s.concurrency_source,
+                     "concurrency_configured": r.concurrency,
+                     "concurrency_measured": r.concurrency_measured,
+                     "isl": s.isl, "osl": s.osl, "isl_source": s.isl_source,
+                     "osl_source": s.osl_source, "isl_configured": r.isl_configured,
+                     "osl_configured": r.osl_configured, "isl_measured": r.isl_measured,
+                     "osl_measured": r.osl_measured, "osl_implied": r.osl_implied,
+                     "e2el_osl": s.e2el_osl}
         for name in METRICS:
             m = c.metric(name)
             unit = "token_per_s" if name == "throughput" else "ms"
@@ -249,7 +303,7 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
             row[f"{name}_definition"] = m.definition if m else None
         row |= {"mfu": c.mfu, "mbu": c.mbu, "decode_headroom": c.headroom,
                 "findings": [f"{f.id}: {f.text}" for f in c.findings],
-                "notes": [*s.notes, *r.notes], "error": c.error}
+                "caveats": list(r.caveats), "notes": [*s.notes, *r.notes], "error": c.error}
         out.append({k: _clean(v) for k, v in row.items()})
     return out
 
@@ -267,8 +321,12 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
                               "ratio": _clean(m.ratio), "possible": _clean(m.possible),
                               "definition": m.definition, "error": m.error}
                    for m in c.metrics}
-        keep = ("source", "format", "index", "label", "model", "hardware", "precision", "tp",
-                "concurrency", "isl", "osl", "mfu", "mbu", "decode_headroom", "notes", "error")
+        keep = ("source", "format", "index", "label", "model", "hardware", "precision",
+                "precision_in_file", "tp", "concurrency", "concurrency_source",
+                "concurrency_configured", "concurrency_measured", "isl", "osl", "isl_source",
+                "osl_source", "isl_configured", "osl_configured", "isl_measured",
+                "osl_measured", "osl_implied", "e2el_osl", "mfu", "mbu", "decode_headroom",
+                "caveats", "notes", "error")
         runs.append({**{k: flat[k] for k in keep}, "metrics": metrics,
                      "findings": [{"id": f.id, "title": f.title, "text": f.text, "lever": f.lever,
                                    "effect": f.effect} for f in c.findings]})
@@ -276,7 +334,8 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
     document = {
         "formats": [{"source": s, "format": f} for s, f in measured.formats],
         "runs": runs,
-        "problems": [{"source": p.source, "index": p.index, "reason": p.reason}
+        "problems": [{"source": p.source, "index": p.index,
+                      "format": measured.format_of(p.source), "reason": p.reason}
                      for p in measured.problems],
         "summary": {"compared": len(compared),
                     "median_possible": {m: _clean(median_possible(compared, m))

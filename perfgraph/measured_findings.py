@@ -5,7 +5,9 @@ Symptoms read off a comparison: TTFT far above the roofline prefill (requests qu
 ITL far above the median (head-of-line blocking), MBU under the seed's healthy 60%, and a run
 that beats the roofline (the definitions or the inputs differ).  When ``perfgraph.levers``
 exists, its symptoms and levers for the run's configuration (with the measured MBU pinned) are
-added, each lever's effect computed by that module on a fork of the sheet.
+added, each lever's effect computed by that module on a fork of the sheet; where that advice
+covers a symptom found here too (``SAME_SYMPTOM``: MBU under 60%), only the levers module's
+advice is kept, so that each symptom is said once.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ TITLES = {
 }
 
 
+#: Our finding → the levers module's symptom id that says the same thing.
+SAME_SYMPTOM = {"low-mbu": "mbu_low"}
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
@@ -63,6 +69,7 @@ class Finding:
     text: str  # what this run's numbers show
     lever: str  # what to do about it (the same for every run with this finding)
     effect: str = ""  # what the lever would do to the model at this run's configuration
+    symptom: str | None = None  # the levers module's symptom id, for its advice
 
 
 def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison],
@@ -73,7 +80,9 @@ def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison]
              _low_mbu(mbu, headroom), _beats(metrics)]
     out = [f for f in found if f is not None]
     if sheet is not None:
-        out += model_levers(sheet, setup, mbu)
+        advice = model_levers(sheet, setup, mbu)
+        covered = {f.symptom for f in advice}
+        out = [f for f in out if SAME_SYMPTOM.get(f.id) not in covered] + advice
     return tuple(out)
 
 
@@ -145,7 +154,8 @@ def model_levers(sheet: Sheet, setup: Setup, mbu: float | None) -> list[Finding]
     except PerfgraphError:
         return []
     return [Finding(f"lever:{a.lever.id}", a.symptom.title, a.symptom.title,
-                    f"{a.lever.title} (trade-off: {a.lever.tradeoff})", _effects(a.effects))
+                    f"{a.lever.title} (trade-off: {a.lever.tradeoff})", _effects(a.effects),
+                    symptom=getattr(a.symptom, "id", None))
             for a in advice if a.error is None]
 
 

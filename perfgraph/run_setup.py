@@ -2,10 +2,17 @@
 
 The file wins where it says something; the scenario options (``--model``, ``--hardware``,
 ``--precision``, ``--set tp=…``, a scenario file or ``--workload``) fill in only what the file
-does not say.  Model, hardware and TP that neither gives are refused with the option to pass,
-never guessed; the precision falls back to the scenario's (fp8 by default) with a note.  A
-rate-driven run (no fixed concurrency) is evaluated at Little's law's concurrency: request
-throughput × mean end-to-end latency.
+does not say, and an option the file overrules is named in a "not used" note.  Model, hardware
+and TP that neither gives are refused with the option to pass, never guessed; the precision
+(the file's, else one named in the model id) falls back to the scenario's (fp8 by default)
+with a note.
+
+Concurrency, in order: the file's configured concurrency, unless the file's own numbers show
+fewer requests in flight (``MeasuredRun.concurrency_measured``, Little's law: request
+throughput × mean E2EL, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the batch
+the server saw; an explicit ``--set concurrency=N`` wins over any such estimate, never over a
+configured concurrency the file's numbers bear out.  A rate-driven run (no configured
+concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate.
 """
 
 from __future__ import annotations
@@ -15,12 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from perfgraph.adapters import MeasuredRun
-from perfgraph.catalog import catalog_names
+from perfgraph.catalog import catalog_names, load_entry
 from perfgraph.display import number
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.errors import PerfgraphError
+from perfgraph.scenario import Scenario, ScenarioSpec, load, precisions
 
 #: The serving inputs set per run, as columns of the sheet.
 CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
+#: A measured in-flight concurrency under this fraction of the configured one replaces it
+#: (within 5% the two agree up to the ramp at the run's start and end).
+IN_FLIGHT_BELOW = 0.95
+#: Where a run's ISL or OSL came from, as the outputs name it.
+MEASURED, CONFIGURED, OPTIONS = "measured", "configured", "scenario options"
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -45,6 +58,12 @@ class Setup:
     osl: float | None
     notes: tuple[str, ...] = ()
     error: str | None = None
+    isl_source: str | None = None  # MEASURED | CONFIGURED | OPTIONS
+    osl_source: str | None = None
+    #: the OSL the model's E2EL is taken at: the run's implied mean OSL where the file gives
+    #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
+    e2el_osl: float | None = None
+    concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
 
     @property
     def group(self) -> tuple[str | None, str | None, str | None]:
@@ -124,17 +143,37 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
     try:
         model = _model(run, base, notes)
         hardware = _choice("hardware", run.hardware, base, notes)
-        precision = _precision(run, base, notes)
+        precision = _precision(run, base, notes, hardware)
         tp = _number("tp", run.tp, base, notes, "--set tp=N")
         isl = _number("isl", run.isl, base, notes, "--set isl=N")
         osl = _number("osl", run.osl, base, notes, "--set osl=N")
-        concurrency = _concurrency(run, base, notes)
+        concurrency, conc_source = _concurrency(run, base, notes)
     except _Refused as exc:
         return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
     if base.spec.calibration:
         notes.append(f"the model is calibrated by {base.spec.calibration}: % of possible is "
                      "measured against it, not against the roofline")
-    return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes))
+    osl_source = _source(run.osl_measured, run.osl_configured)
+    return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
+                 isl_source=_source(run.isl_measured, run.isl_configured),
+                 osl_source=osl_source, e2el_osl=_e2el_osl(run, osl, osl_source, notes),
+                 concurrency_source=conc_source)
+
+
+def _source(measured: float | None, configured: float | None) -> str:
+    return MEASURED if measured is not None else CONFIGURED if configured is not None \
+        else OPTIONS
+
+
+def _e2el_osl(run: MeasuredRun, osl: float, source: str, notes: list[str]) -> float:
+    implied = run.osl_implied
+    if source == MEASURED or implied is None or abs(implied / osl - 1) <= 0.01:
+        return osl
+    notes.append(f"E2EL modelled at the run's implied mean OSL {number(implied, 4)} (worked "
+                 f"out from the file's own numbers, see its notes), not the {source} "
+                 f"{number(osl, 4)}: a request's E2EL is its OSL decode steps, so it is "
+                 "compared at the OSL it ran")
+    return implied
 
 
 class _Refused(Exception):
@@ -171,19 +210,57 @@ def _choice(kind: str, given: str | None, base: Baseline, notes: list[str]) -> s
     return base.choices[kind]
 
 
-def _precision(run: MeasuredRun, base: Baseline, notes: list[str]) -> str:
-    hint = precision_hint(run.model)
-    if hint is not None:
+def _precision(run: MeasuredRun, base: Baseline, notes: list[str], hardware: str) -> str:
+    """The file's precision, else one the model id names, else the scenario's (with a note).
+    A precision the chip has no compute for (FP4 on Hopper) gives way to an explicit
+    ``--precision``, or refuses the run with the options that model it as weight-only."""
+    chosen = base.choices["precision"]
+    for given, where in ((run.precision, "the file says"), (run.model, "the model id names")):
+        hint = precision_hint(given)
+        if given and hint is None and where == "the file says":
+            notes.append(f"the file's precision {given!r} is none the model knows "
+                         "(bf16, fp8, int8, fp4); not used")
+        if hint is None:
+            continue
+        if not _has_peak(hardware, hint):
+            return _weight_only(hint, f"{where} {given}", hardware, base, notes)
+        if "precision" in base.explicit and chosen != hint:
+            notes.append(f"--precision {chosen} not used: {where} {given}")
         return hint
     how = "from the scenario options" if "precision" in base.explicit else \
         "is the default; pass --precision if the run used another"
-    notes.append(f"precision {base.choices['precision']} {how} (the file does not say)")
-    return base.choices["precision"]
+    notes.append(f"precision {chosen} {how} (the file does not say)")
+    return chosen
+
+
+def _has_peak(hardware: str, precision: str) -> bool:
+    """Whether the hardware has dense compute for the precision (True when it cannot tell:
+    loading the model then says what is wrong)."""
+    try:
+        peak = precisions().data[precision]["peak"]
+        return peak in load_entry("hardware", hardware).table("peak_flops")
+    except (PerfgraphError, KeyError, TypeError):
+        return True
+
+
+def _weight_only(hint: str, said: str, hardware: str, base: Baseline, notes: list[str]) -> str:
+    chosen = base.choices["precision"]
+    why = f"{said}, but {hardware} has no dense {hint} compute"
+    if "precision" in base.explicit and chosen != hint:
+        notes.append(f"{why}: modelled at --precision {chosen} as given (weights in {hint} "
+                     "are dequantised to it; --set weight_bytes to count them at their size)")
+        return chosen
+    size = precisions().data[hint]["weight_bytes"]
+    raise _Refused(f"{why}; a weight-only {hint} model runs its matmuls at a wider precision: "
+                   f"pass --precision bf16 (or fp8) with --set weight_bytes=\"{size}\"")
 
 
 def _number(name: str, given: float | None, base: Baseline, notes: list[str],
             option: str) -> float:
     if given is not None:
+        if name in base.explicit and name in base.values and base.values[name] != given:
+            notes.append(f"{option.split('=')[0]}={number(base.values[name])} not used: the "
+                         f"file says {name} {number(given, 4)}")
         return float(given)
     if name not in base.explicit or name not in base.values:
         raise _Refused(f"the file does not say its {name}; pass {option}")
@@ -192,14 +269,45 @@ def _number(name: str, given: float | None, base: Baseline, notes: list[str],
     return base.values[name]
 
 
-def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> float:
-    if run.concurrency is not None:
-        return float(run.concurrency)
-    rate, e2el = run.metrics.get("request_throughput"), run.metrics.get("e2el")
-    if rate is not None and e2el is not None and rate.value > 0 and e2el.value > 0:
-        estimate = rate.value * e2el.value / 1000.0
+def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[float, str]:
+    """The batch to model the run at, and where it came from (see the module docstring)."""
+    explicit = base.values.get("concurrency") if "concurrency" in base.explicit else None
+    configured, inflight = run.concurrency, run.concurrency_measured
+    if configured is not None:
+        if inflight is None or inflight >= IN_FLIGHT_BELOW * configured:
+            if explicit is not None and explicit != configured:
+                notes.append(f"--set concurrency={number(explicit)} not used: the file says "
+                             f"concurrency {number(configured)}")
+            return float(configured), "configured"
+        shown = (f"the file's numbers show {number(inflight, 3)} requests in flight on average "
+                 f"(Little's law: request throughput × mean E2EL), below its configured "
+                 f"concurrency {number(configured)}")
+        if explicit is not None:
+            notes.append(f"concurrency {number(explicit)} from --set concurrency; {shown}")
+            return float(explicit), "options"
+        notes.append(f"concurrency {number(inflight, 3)} in flight used, not the configured "
+                     f"{number(configured)}: {shown}; the server batched what was in flight")
+        return float(inflight), "in flight"
+    estimate = _littles_law(run)
+    if explicit is not None:
+        if estimate is not None:
+            notes.append(f"concurrency {number(explicit)} from --set concurrency; the "
+                         f"Little's-law estimate {number(estimate, 3)} (request throughput × "
+                         "mean E2EL) not used")
+        return float(explicit), "options"
+    if estimate is not None:
+        rate, e2el = run.metrics["request_throughput"], run.metrics["e2el"]
+        paced = "the run was paced by request rate" if run.request_rate is not None else \
+            "the file gives no concurrency"
         notes.append(f"concurrency {number(estimate)} estimated by Little's law: request "
                      f"throughput {number(rate.value)}/s × mean E2EL {number(e2el.value)} ms "
-                     "(the run was paced by request rate; the estimate counts queued requests too)")
-        return estimate
-    return _number("concurrency", None, base, notes, "--set concurrency=N")
+                     f"({paced}; the estimate counts queued requests too)")
+        return float(estimate), "little"
+    return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"
+
+
+def _littles_law(run: MeasuredRun) -> float | None:
+    rate, e2el = run.metrics.get("request_throughput"), run.metrics.get("e2el")
+    if rate is not None and e2el is not None and rate.value > 0 and e2el.value > 0:
+        return rate.value * e2el.value / 1000.0
+    return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import shutil
 import statistics
 from pathlib import Path
@@ -369,6 +370,20 @@ def test_unknown_format_lists_the_formats():
         ("negative_nan_rows.json", "inferencemax", [0], {1: "negative", 2: "NaN"}),
         ("gpu_conc_no_success.json", "gpu-conc", [], {0: "'successful_requests' is 0"}),
         ("aiperf_nan_ttft.json", "aiperf-json", [], {0: "'time_to_first_token.avg' is NaN"}),
+        ("sglang_zero_duration.jsonl", "sglang", [2], {1: "'duration' is 0 s"}),
+        ("sglang_fractional_completed.jsonl", "sglang", [2],
+         {1: "'completed' is 0.4: a count of requests must be a whole number"}),
+        ("vllm_fractional_completed.json", "vllm", [], {0: "'completed' is 0.5"}),
+        ("vllm_huge_integer.json", "vllm", [], {0: "'duration' is too large"}),
+        ("vllm_zero_duration.json", "vllm", [], {0: "'duration' is 0 s"}),
+        ("vllm_zero_output_tokens.json", "vllm", [],
+         {0: "'total_output_tokens' is 0: the run produced no output tokens"}),
+        ("vllm_zero_concurrency.json", "vllm", [], {0: "'max_concurrency' is 0"}),
+        ("vllm_concurrency_1e12.json", "vllm", [], {0: "concurrency must be from 1 to 1,000,000"}),
+        ("vllm_tp_zero.json", "vllm", [], {0: "'tensor_parallel_size' is 0: TP must be"}),
+        ("vllm_tp_1e30.json", "vllm", [], {0: "whole number from 1 to 1024"}),
+        ("aiperf_header_only.csv", "aiperf-csv", [], {0: "no data rows"}),
+        ("array_line.jsonl", "sglang", [1, 3], {2: "expected a JSON object, found an array"}),
     ],
 )
 def test_bad_runs_are_refused_with_reason(name, fmt, good, refused):
@@ -379,6 +394,84 @@ def test_bad_runs_are_refused_with_reason(name, fmt, good, refused):
     for problem in result.problems:
         assert refused[problem.index] in problem.reason
         assert problem.source.endswith(name)
+
+
+def test_a_reader_bug_becomes_a_problem_for_that_run_not_a_traceback(monkeypatch):
+    from perfgraph.adapters import sglang
+
+    def broken(*args):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(sglang, "_throughputs", broken)
+    result = read_runs(SGLANG_ONLINE)
+    assert result.runs == () and len(result.problems) == 7
+    assert all("could not be read as sglang: ZeroDivisionError" in p.reason
+               for p in result.problems)
+
+
+def test_a_fifo_or_a_folder_is_refused_without_reading_it(tmp_path):
+    fifo = tmp_path / "runs.json"
+    os.mkfifo(fifo)
+    with pytest.raises(MeasuredFileError, match="pipe"):
+        read_runs(fifo)  # would hang if it were opened
+    with pytest.raises(MeasuredFileError, match="folder"):
+        read_runs(tmp_path)
+
+
+def test_the_precision_a_file_states_is_kept():
+    run = read_runs(IMAX / "1k1k/H100.json").runs[0]
+    assert run.precision == "FP8"
+    assert read_runs(SYN / "agg_llama70b_h100_tp2_conc64.json").runs[0].precision == "fp8"
+    assert read_runs(SGLANG_ONLINE).runs[0].precision is None
+
+
+def test_a_sidecar_can_give_the_precision(tmp_path):
+    target = tmp_path / "online.jsonl"
+    shutil.copy(SGLANG_ONLINE, target)
+    (tmp_path / "perfgraph.meta.toml").write_text('precision = "BF16"\n')
+    run = read_runs(target).runs[0]
+    assert run.precision == "bf16"
+    _note(run, "precision 'bf16' taken from perfgraph.meta.toml")
+    with pytest.raises(ValueError, match="'precision' must be a string"):
+        read_runs(SGLANG_ONLINE, overrides={"precision": 8})
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"tp": 0}, "TP must be a whole number from 1 to 1024"),
+    ({"tp": 4096}, "TP must be a whole number from 1 to 1024"),
+    ({"concurrency": 0}, "concurrency must be from 1"),
+    ({"osl": 0}, "must be a positive number"),
+])
+def test_absurd_overrides_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        read_runs(SGLANG_ONLINE, overrides=overrides)
+
+
+def test_caveats_are_the_notes_that_change_how_the_numbers_read():
+    lam = read_runs(LAMBDA).runs[0]
+    assert any("zero output tokens" in c for c in lam.caveats)
+    assert any("ttft statistics recomputed" in c for c in lam.caveats)
+    assert any("tokens per chunk" in c for c in lam.caveats)
+    assert set(lam.caveats) <= set(lam.notes)
+    assert not any("total_throughput derived" in c for c in lam.caveats)
+    sg = _run(read_runs(SGLANG_ONLINE), 4)
+    assert any("ISL: measured mean 510 vs configured 1024" in c for c in sg.caveats)
+    imax = read_runs(IMAX / "1k1k/H100.json").runs[0]
+    assert any("directory name '1k1k'" in c and "configured" in c for c in imax.caveats)
+
+
+def test_measured_and_configured_lengths_are_kept_apart():
+    sg = _run(read_runs(SGLANG_ONLINE), 4)
+    assert sg.isl_measured == pytest.approx(1222995 / 2400) and sg.isl_configured == 1024
+    imax = _run(read_runs(IMAX / "1k1k/H100.json"), 4)
+    assert imax.isl_measured is None and imax.osl_measured is None and imax.osl == 1024
+    assert imax.osl_implied == pytest.approx((26937.8 - 134.7738) / 29.0358 + 1)
+
+
+def test_gpu_conc_gives_the_requests_in_flight():
+    run = read_runs(GPU_CONC / "benchmark_concurrency_1024.json").runs[0]
+    assert run.concurrency == 1024
+    assert run.concurrency_measured == pytest.approx(2.5585303351806994 * 15.703726639206876)
 
 
 # --------------------------------------------------------------------------- data model

@@ -140,6 +140,22 @@ def test_cli_calibrate_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_cli_calibrate_reports_bad_runs_one_line_each_and_fits_the_rest(tmp_path, capsys):
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", str(DATA / "bad"), str(H100_1K), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "fitted on 15 runs" in captured.out and out.exists()
+    err = captured.err.splitlines()
+    assert "Traceback" not in captured.err
+    assert all(line.startswith("perfgraph: ") for line in err)
+    assert any("vllm_fractional_completed.json #0 [format: vllm]: 'completed' is 0.5" in line
+               for line in err)
+    assert any("sglang_zero_duration.jsonl #1" in line and "'duration' is 0 s" in line
+               for line in err)
+    assert any("vllm_huge_integer.json #0" in line and "too large" in line for line in err)
+    assert any("not used" in line and "pass --set isl=N" in line for line in err)
+
+
 @pytest.mark.parametrize("body, message", [
     ("[values]\nno_such_cell = 1\n", "no cell named 'no_such_cell'"),
     ("[valuez]\nstep_overhead = 1\n", "unknown key 'valuez'"),

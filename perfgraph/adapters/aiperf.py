@@ -25,7 +25,9 @@ from .base import (
     RunRefused,
     build_run,
     check_number,
-    completed_count,
+    concurrency_of,
+    count,
+    in_flight,
     put,
 )
 
@@ -107,11 +109,12 @@ def _metrics(data: Mapping) -> dict:
 
 
 def _notes(data: Mapping) -> list[str]:
+    """The notes that change how the run's numbers read (all of them caveats)."""
     notes = [
         "AIPerf inter_token_latency stored as tpot (excludes the first token); "
         "inter_chunk_latency stored as itl"
     ]
-    meta = data.get("metadata") or {}
+    meta: Mapping = data["metadata"] if isinstance(data.get("metadata"), Mapping) else {}
     if meta.get("submission_valid") is False:
         reasons = ", ".join(meta.get("submission_invalid_reasons") or []) or "no reason given"
         notes.append(f"AIPerf marked this run submission_valid=false ({reasons})")
@@ -132,23 +135,29 @@ def _notes(data: Mapping) -> list[str]:
 
 
 def read_aiperf(data: Mapping, fmt: str, index: int, ctx: Context, notes: list[str]) -> MeasuredRun:
-    count = _avg(data, "request_count")
-    completed = (
-        completed_count({"request_count": count}, "request_count") if count is not None else None
-    )
-    config = data.get("input_config") or {}
+    requests = _avg(data, "request_count")
+    completed = count(requests, "request_count.avg") if requests is not None else None
+    config: Mapping = data["input_config"] if isinstance(data.get("input_config"), Mapping) \
+        else {}
     models = _find(config, "model_names") or _find(config, "model")
     model = models[0] if isinstance(models, list) and models else models
     conc = _find(config, "concurrency")
     rate = _find(config, "request_rate")
+    metrics = _metrics(data)
+    if not any(k in metrics for k in ("ttft", "tpot", "itl", "e2el", "output_throughput",
+                                      "total_throughput")):
+        raise RunRefused("no latency or throughput statistics (time_to_first_token, "
+                         "request_latency, output_token_throughput …) in the export")
     return build_run(
         ctx,
         fmt,
         index,
-        metrics=_metrics(data),
-        notes=_notes(data) + notes,
+        metrics=metrics,
+        notes=notes,
+        caveats=_notes(data),
         model=str(model) if model else None,
-        concurrency=check_number(conc, "concurrency") if conc is not None else None,
+        concurrency=concurrency_of(conc, "concurrency") if conc is not None else None,
+        concurrency_measured=in_flight(metrics),
         request_rate=check_number(rate, "request_rate", True) if rate is not None else None,
         isl=_avg(data, "input_sequence_length"),
         osl=_avg(data, "output_sequence_length"),
@@ -194,7 +203,10 @@ class AiperfCsvAdapter(Adapter):
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         notes = ["CSV values are rounded to 2 decimals (the JSON export is exact)"]
-        return read_aiperf(csv_to_blocks(record["rows"]), self.format, index, ctx, notes)
+        blocks = csv_to_blocks(record["rows"])
+        if not blocks:
+            raise RunRefused("the CSV has its header row but no data rows: nothing was measured")
+        return read_aiperf(blocks, self.format, index, ctx, notes)
 
 
 _NAME = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")

@@ -6,6 +6,10 @@ MEAN; other statistics are ``<key>_<statistic>`` (``ttft_median``, ``itl_p99`` .
 
 ``MeasuredRun.index``: the 1-based line number for JSONL files, the 0-based position for a
 JSON array or a results list, 0 for a file that holds a single run.
+
+Every number a run carries is checked here (``check_number``, ``count``, ``positive``,
+``tp_of``, ``concurrency_of``): NaN, infinite, negative, absurdly large, or (for counts and TP)
+fractional values refuse the run with a reason, never a traceback.
 """
 
 from __future__ import annotations
@@ -50,7 +54,19 @@ class MeasuredRun:
     completed: int | None
     duration_s: float | None
     metrics: Mapping[str, Metric]
-    notes: tuple[str, ...]
+    notes: tuple[str, ...]  # everything the reader did or noticed (`compare --notes`)
+    precision: str | None = None  # as the file states it ("FP8", "fp8", "bf16"), else None
+    #: mean requests in flight the file's own numbers show (Little's law: request throughput ×
+    #: mean E2EL), when the file has them; may be below the configured ``concurrency``
+    concurrency_measured: float | None = None
+    #: the measured mean lengths alone (``isl``/``osl`` fall back to the configured ones)
+    isl_measured: float | None = None
+    osl_measured: float | None = None
+    #: a mean OSL implied by the file's latencies where it records no lengths (InferenceMAX)
+    osl_implied: float | None = None
+    #: the notes that change how the numbers read (zero-length outputs, recomputed metrics, ITL
+    #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
+    caveats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,14 +135,23 @@ def first_record(doc: Document) -> dict | None:
 # --------------------------------------------------------------------------- numbers
 
 
+#: Bounds a real run stays within; beyond them a number is a typo or a corrupt file.
+MAX_TP = 1024  # GPUs in one tensor-parallel group
+MAX_CONCURRENCY = 1_000_000  # requests in flight at once
+
+
 def check_number(value: Any, what: str, allow_inf: bool = False) -> float:
     if isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
-            raise RunRefused(f"'{what}' is not a number ({value!r})") from None
+            raise RunRefused(f"'{what}' is not a number ({value[:40]!r})") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RunRefused(f"'{what}' is not a number ({value!r})")
+        raise RunRefused(f"'{what}' is not a number ({str(value)[:40]!r})")
+    try:
+        value = float(value)
+    except OverflowError:  # a JSON integer with hundreds of digits
+        raise RunRefused(f"'{what}' is too large (an integer beyond 1e308)") from None
     if math.isnan(value):
         raise RunRefused(f"'{what}' is NaN")
     if math.isinf(value) and not allow_inf:
@@ -149,17 +174,63 @@ def load_of(record: Mapping) -> tuple[float | None, float | None]:
     """(max_concurrency, request_rate) of a benchmark_serving record; a concurrency-bound run
     sent at rate inf has no request pacing, so its rate is None."""
     rate = number(record, "request_rate", required=False, allow_inf=True)
-    conc = number(record, "max_concurrency", required=False)
+    if rate == 0:
+        raise RunRefused("'request_rate' is 0: no request would ever be sent")
+    conc = record.get("max_concurrency")
+    conc = None if conc is None else concurrency_of(conc, "max_concurrency")
     if conc is not None and rate is not None and math.isinf(rate):
         rate = None
     return conc, rate
 
 
-def completed_count(record: Mapping, key: str) -> int:
-    n = number(record, key)
+def positive(record: Mapping, key: str, what: str = "") -> float:
+    """record[key], required, as a checked float above 0 (a duration, a token total)."""
+    value = number(record, key)
+    if value <= 0:
+        raise RunRefused(f"'{key}' is 0{what or ': it must be above 0'}")
+    return value
+
+
+def count(value: Any, what: str) -> int:
+    """A number of requests: a whole number of at least 1."""
+    n = check_number(value, what)
     if n == 0:
-        raise RunRefused(f"'{key}' is 0: no request completed, nothing was measured")
+        raise RunRefused(f"'{what}' is 0: no request completed, nothing was measured")
+    if not n.is_integer():
+        raise RunRefused(f"'{what}' is {fmt_num(n)}: a count of requests must be a whole number")
     return int(n)
+
+
+def completed_count(record: Mapping, key: str) -> int:
+    if record.get(key) is None:
+        raise RunRefused(f"required field '{key}' is missing")
+    return count(record[key], key)
+
+
+def tp_of(value: Any, what: str = "tp") -> int:
+    """A tensor-parallel size: a whole number from 1 to ``MAX_TP``."""
+    n = check_number(value, what)
+    if not n.is_integer() or not 1 <= n <= MAX_TP:
+        raise RunRefused(f"'{what}' is {fmt_num(n)}: TP must be a whole number from 1 to "
+                         f"{MAX_TP}")
+    return int(n)
+
+
+def concurrency_of(value: Any, what: str = "concurrency") -> float:
+    """A configured concurrency: at least 1 request in flight, at most ``MAX_CONCURRENCY``."""
+    n = check_number(value, what)
+    if not 1 <= n <= MAX_CONCURRENCY:
+        raise RunRefused(f"'{what}' is {fmt_num(n)}: concurrency must be from 1 to "
+                         f"{MAX_CONCURRENCY:,} requests in flight")
+    return n
+
+
+def in_flight(metrics: Mapping[str, Metric]) -> float | None:
+    """Mean requests in flight by Little's law: request throughput × mean E2EL."""
+    rate, e2el = metrics.get("request_throughput"), metrics.get("e2el")
+    if rate is None or e2el is None or rate.value <= 0 or e2el.value <= 0:
+        return None
+    return rate.value * e2el.value / 1000.0
 
 
 # --------------------------------------------------------------------------- metrics
@@ -241,13 +312,20 @@ def hardware_slug(text: str | None, bare_h100: str | None = None) -> str | None:
 def fmt_num(x: float) -> str:
     if math.isinf(x):
         return "inf"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 def length_note(kind: str, measured: float | None, configured: float | None, why: str = ""):
     if measured is None or not configured or abs(measured / configured - 1) <= 0.05:
         return None
     return f"{kind}: measured mean {measured:.0f} vs configured {fmt_num(configured)}{why}"
+
+
+def lengths_note(isl: float | None, osl: float | None, isl_cfg: float | None,
+                 osl_cfg: float | None, why: str = "") -> str | None:
+    """One note for measured mean lengths more than 5% off the configured ones."""
+    parts = [n for n in (length_note("ISL", isl, isl_cfg), length_note("OSL", osl, osl_cfg)) if n]
+    return "; ".join(parts) + why if parts else None
 
 
 def pacing_note(rate: float | None, achieved: float | None) -> str | None:
@@ -281,13 +359,16 @@ class Context:
     """What the caller (overrides) or a sidecar meta.toml says about the file's runs."""
 
     source: str
-    values: Mapping[str, Any] = field(default_factory=dict)  # model/hardware/tp/concurrency/isl/osl
+    #: model / hardware / precision / tp / concurrency / isl / osl
+    values: Mapping[str, Any] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)  # key -> "overrides" / sidecar name
 
 
 _TARGET = {"isl": "isl_configured", "osl": "osl_configured"}
-_FIXED = ("source", "format", "index", "label", "metrics", "notes")
-_FIELDS = tuple(f.name for f in dataclasses.fields(MeasuredRun) if f.name not in _FIXED)
+_FIXED = ("source", "format", "index", "label", "metrics", "notes", "caveats")
+_DERIVED = ("isl_measured", "osl_measured")  # build_run sets them from isl / osl
+_FIELDS = tuple(f.name for f in dataclasses.fields(MeasuredRun)
+                if f.name not in _FIXED + _DERIVED)
 
 
 def build_run(
@@ -296,36 +377,62 @@ def build_run(
     index: int,
     *,
     metrics: Mapping[str, Metric],
-    notes: Iterable[str] = (),
+    notes: Iterable[str | None] = (),
+    caveats: Iterable[str | None] = (),
     label_prefix: str = "",
     **fields: Any,
 ) -> MeasuredRun:
+    """One run from what an adapter read: the context's values applied (with a note each), the
+    lengths, TP and concurrency checked, per-GPU throughput derived where it can be.
+
+    ``caveats`` are the notes that change how the numbers read; they are kept in ``notes``
+    too, in order."""
     unknown = set(fields) - set(_FIELDS)
     if unknown:
         raise TypeError(f"unknown run fields {sorted(unknown)}")
     values = {f: fields.get(f) for f in _FIELDS}
-    notes = [n for n in notes if n]
+    kept: list[str] = [c for c in caveats if c]
+    notes_: list[str] = [n for n in notes if n] + kept
     for key, given in ctx.values.items():
         target = _TARGET.get(key, key)
         old, origin = values[target], ctx.origins.get(key, "overrides")
         if old is not None and old != given:
-            notes.append(f"{key} {given!r} from {origin} replaces {old!r} in the file")
+            notes_.append(f"{key} {given!r} from {origin} replaces {old!r} in the file")
         elif old is None:
-            notes.append(f"{key} {given!r} taken from {origin}")
+            notes_.append(f"{key} {given!r} taken from {origin}")
         values[target] = given
+    _check_config(values)
+    measured = {kind: values[kind] for kind in ("isl", "osl")}
     for kind in ("isl", "osl"):
         if values[kind] is None and values[f"{kind}_configured"] is not None:
             values[kind] = values[f"{kind}_configured"]
-            notes.append(
+            notes_.append(
                 f"{kind.upper()} is the configured value; the file records no measured mean"
             )
     metrics = dict(metrics)
-    _derive_per_gpu(metrics, values["tp"], notes)
+    _derive_per_gpu(metrics, values["tp"], notes_)
     for key, m in metrics.items():
         check_number(m.value, key)
     label = make_label(label_prefix, values)
     metrics = MappingProxyType(metrics)
-    return MeasuredRun(ctx.source, fmt, index, label, metrics=metrics, notes=tuple(notes), **values)
+    return MeasuredRun(ctx.source, fmt, index, label, metrics=metrics, notes=tuple(notes_),
+                       caveats=tuple(kept), isl_measured=measured["isl"],
+                       osl_measured=measured["osl"], **values)
+
+
+def _check_config(values: dict) -> None:
+    """TP, concurrency and the lengths a run is modelled at, whatever gave them."""
+    if values["tp"] is not None:
+        values["tp"] = tp_of(values["tp"], "tp")
+    if values["concurrency"] is not None:
+        values["concurrency"] = concurrency_of(values["concurrency"], "concurrency")
+    for key in ("isl", "osl", "isl_configured", "osl_configured", "osl_implied",
+                "concurrency_measured", "request_rate", "duration_s"):
+        value = values[key]
+        if value is not None and (check_number(value, key, allow_inf=key == "request_rate")
+                                  <= 0):
+            what = {"isl": "mean ISL", "osl": "mean OSL"}.get(key, key)
+            raise RunRefused(f"{what} is 0: nothing to hold the model against")
 
 
 def _derive_per_gpu(metrics: dict, tp: int | None, notes: list[str]) -> None:
@@ -363,16 +470,40 @@ class Adapter(ABC):
         return None
 
     def read(self, doc: Document, ctx: Context) -> Runs:
-        shared = self.prepare(doc, ctx)
+        """Every run of the file; a run that cannot be read — for any reason, expected or not
+        — becomes a RunProblem with the reason, never an exception."""
+        try:
+            shared = self.prepare(doc, ctx)
+            records = self.records(doc)
+        except RunRefused as exc:
+            raise MeasuredFileError(doc.source, str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - defence in depth: one message, no traceback
+            raise MeasuredFileError(doc.source, f"could not be read as {self.format}: "
+                                    f"{unexpected(exc)}") from None
         runs: list[MeasuredRun] = []
         problems: list[RunProblem] = []
-        for index, record in self.records(doc):
+        for index, record in records:
             try:
                 if isinstance(record, BadLine):
                     raise RunRefused(f"line {record.line} is not valid JSON: {record.error}")
                 if not isinstance(record, dict):
-                    raise RunRefused(f"expected a JSON object, found {type(record).__name__}")
+                    raise RunRefused(f"expected a JSON object, found {_json_kind(record)}")
                 runs.append(self.read_record(record, index, ctx, shared))
             except RunRefused as exc:
                 problems.append(RunProblem(doc.source, index, str(exc)))
+            except Exception as exc:  # noqa: BLE001 - a reader bug must not lose the others
+                problems.append(RunProblem(doc.source, index, f"could not be read as "
+                                           f"{self.format}: {unexpected(exc)}"))
         return tuple(runs), tuple(problems)
+
+
+def unexpected(exc: BaseException) -> str:
+    """An unexpected exception as one line for a user: its kind and its message."""
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}
+    return kinds.get(type(value), "a number" if isinstance(value, (int, float)) else
+                     type(value).__name__)

@@ -18,9 +18,12 @@ from .base import (
     build_run,
     check_number,
     completed_count,
+    concurrency_of,
     first_record,
     hardware_slug,
+    in_flight,
     number,
+    positive,
     put,
 )
 
@@ -66,16 +69,19 @@ class GpuConcAdapter(Adapter):
 
     def prepare(self, doc: Document, ctx: Context) -> dict:
         info = doc.data.get("test_info", {}) if isinstance(doc.data, dict) else {}
-        return {"config": info.get("config") or {}, "gpu_info": info.get("gpu_info") or {}}
+        info = info if isinstance(info, dict) else {}
+        return {"config": _dict(info.get("config")), "gpu_info": _dict(info.get("gpu_info"))}
 
     def read_record(self, record: dict, index: int, ctx: Context, shared: dict) -> MeasuredRun:
         completed = completed_count(record, "successful_requests")
-        duration = number(record, "test_duration_seconds")
-        conc = number(record, "concurrency")
+        duration = positive(record, "test_duration_seconds",
+                            what=" s: a run must last longer than 0 s")
+        conc = concurrency_of(number(record, "concurrency"), "concurrency")
         metrics = _metrics(record)
-        config = record.get("test_config") or shared["config"]
-        gpu = record.get("gpu_info") or shared["gpu_info"]
-        notes = _notes(record, metrics, conc, completed, duration, config)
+        config = _dict(record.get("test_config")) or shared["config"]
+        gpu = _dict(record.get("gpu_info")) or shared["gpu_info"]
+        notes, caveats = _notes(record, metrics, conc, completed, duration, config)
+        per_request = metrics["output_throughput"].value * duration / completed
         count = gpu.get("count")
         tp = 1 if count == 1 else None
         if count not in (None, 1):
@@ -86,15 +92,22 @@ class GpuConcAdapter(Adapter):
             index,
             metrics=metrics,
             notes=notes,
+            caveats=caveats,
             model=record.get("model") or shared["config"].get("model"),
             hardware=hardware_slug(gpu.get("model")),
             tp=tp,
             concurrency=conc,
+            concurrency_measured=in_flight(metrics),
+            osl_implied=per_request if per_request >= 1 else None,
             isl_configured=number(config, "input_tokens", required=False),
             osl_configured=number(config, "output_tokens", required=False),
             completed=completed,
             duration_s=duration,
         )
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _metrics(record: dict) -> dict:
@@ -133,28 +146,30 @@ def _metrics(record: dict) -> dict:
     return metrics
 
 
-def _notes(record, metrics, conc, completed, duration, config) -> list[str]:
-    notes = [
+def _notes(record, metrics, conc, completed, duration, config) -> tuple[list[str], list[str]]:
+    """(notes, caveats): what the reader worked out, and what changes how the numbers read."""
+    caveats = [
         "output 'tokens' are counted as streamed content chunks (one per token only if "
         "the server streams token by token)"
     ]
+    notes = []
     failed = number(record, "failed_requests", required=False)
     if failed:
-        timeouts = (record.get("error_summary") or {}).get("timeout_errors")
-        notes.append(
-            f"{int(failed)} requests failed ({timeouts} timeouts, request_timeout "
-            f"{config.get('request_timeout')} s) and are excluded from every statistic"
+        summary = _dict(record.get("error_summary"))
+        caveats.append(
+            f"{failed:g} requests failed ({summary.get('timeout_errors')} timeouts, "
+            f"request_timeout {config.get('request_timeout')} s) and are excluded from every "
+            "statistic"
         )
-    mean_e2el = metrics.get("e2el")
-    if mean_e2el is not None:
-        inflight = metrics["request_throughput"].value * mean_e2el.value / 1000.0
+    inflight = in_flight(metrics)
+    if inflight is not None:
         notes.append(
             f"Little's law: requests/s × mean e2el = {inflight:.1f} requests in flight "
-            f"on average (configured concurrency {conc:g})"
+            f"on average (successful ones; configured concurrency {conc:g})"
         )
     per_request = metrics["output_throughput"].value * duration / completed
     notes.append(
         f"implied output per successful request: output_throughput × duration ÷ "
         f"successful = {per_request:.0f} chunks (target {config.get('output_tokens')})"
     )
-    return notes
+    return notes, caveats

@@ -23,10 +23,12 @@ from .base import (
     RunRefused,
     build_run,
     collect_stats,
+    concurrency_of,
     first_record,
     hardware_slug,
     number,
     put,
+    tp_of,
 )
 
 DEFAULT_MODEL = "Llama-3.3-70B"  # the dashboard rows collected in PROVENANCE.md are all this model
@@ -81,17 +83,21 @@ class InferenceMaxRowsAdapter(Adapter):
         return {"lengths": lengths, "lowest_ttft": lowest}
 
     def read_record(self, record: dict, index: int, ctx: Context, shared: dict) -> MeasuredRun:
-        tp = int(number(record, "TP"))
-        if tp < 1:
-            raise RunRefused(f"'TP' is {tp}: must be at least 1")
-        conc = number(record, "Conc")
+        tp = tp_of(_required(record, "TP"), "TP")
+        conc = concurrency_of(_required(record, "Conc"), "Conc")
         ttft, tpot = number(record, "TTFT (ms)"), number(record, "TPOT (ms)")
         e2el_s, per_gpu = number(record, "E2EL (s)"), number(record, "TPUT per GPU")
+        if tpot <= 0 or per_gpu <= 0 or e2el_s <= 0:
+            zero = next(k for k, v in (("TPOT (ms)", tpot), ("TPUT per GPU", per_gpu),
+                                       ("E2EL (s)", e2el_s)) if v <= 0)
+            raise RunRefused(f"'{zero}' is 0: the run measured nothing")
+        precision = record.get("Precision")
         notes = [
-            f"{record.get('Framework', '?')} {record.get('Precision', '?')}; TTFT/TPOT/E2EL "
+            f"{record.get('Framework', '?')} {precision or '?'}; TTFT/TPOT/E2EL "
             "are means over the run",
             "TPUT per GPU is total (input+output) tokens/s ÷ TP",
         ]
+        caveats: list[str] = []
         metrics: dict = {}
         put(metrics, "ttft", "mean", ttft, "ms", DEFINITIONS["ttft"])
         put(metrics, "tpot", "mean", tpot, "ms", DEFINITIONS["tpot"])
@@ -112,13 +118,15 @@ class InferenceMaxRowsAdapter(Adapter):
                 "hardware/TP in the file: requests queued (the server could not hold "
                 "this concurrency)"
             )
-        isl_cfg, osl_cfg = _lengths(shared["lengths"], notes)
-        if tpot > 0:
-            implied = (e2el_s * 1000.0 - ttft) / tpot + 1
+        isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
+        implied = (e2el_s * 1000.0 - ttft) / tpot + 1
+        if implied >= 1:
             notes.append(
                 f"implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {implied:.0f}"
                 + (f" (configured {osl_cfg})" if osl_cfg else "")
             )
+        else:
+            implied = None
         model = record.get("Model")
         if not model and "model" not in ctx.values:
             model = DEFAULT_MODEL
@@ -132,13 +140,22 @@ class InferenceMaxRowsAdapter(Adapter):
             index,
             metrics=metrics,
             notes=notes,
+            caveats=caveats,
             model=model,
+            precision=str(precision) if precision else None,
             hardware=_hardware(record["Hardware"], notes),
             tp=tp,
             concurrency=conc,
             isl_configured=isl_cfg,
             osl_configured=osl_cfg,
+            osl_implied=implied,
         )
+
+
+def _required(record: dict, key: str):
+    if record.get(key) is None:
+        raise RunRefused(f"required field '{key}' is missing")
+    return record[key]
 
 
 def _group(row: dict) -> tuple:
@@ -151,7 +168,7 @@ def _lengths(lengths, notes: list[str]) -> tuple[int | None, int | None]:
     isl, osl, part = lengths
     notes.append(
         f"ISL/OSL {isl}/{osl} taken from the directory name '{part}' (the rows carry no "
-        "lengths); configured values — InferenceMAX draws random lengths with a range "
+        "lengths): configured values — InferenceMAX draws random lengths with a range "
         "ratio, so the measured means are lower and unknown here"
     )
     return isl, osl
@@ -204,32 +221,42 @@ class InferenceMaxAggAdapter(Adapter):
             f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})",
         )
         notes.append("latencies converted from seconds (agg files) to ms")
+        precision = record.get("precision")
+        isl, osl = number(record, "isl", required=False), number(record, "osl", required=False)
+        caveats = [] if isl is None and osl is None else [
+            f"ISL/OSL {_shown(isl)}/{_shown(osl)} are the configured lengths (the agg file "
+            "records no measured means)"]
         return build_run(
             ctx,
             self.format,
             index,
             metrics=metrics,
             notes=notes,
+            caveats=caveats,
             model=record.get("model"),
-            label_prefix=f"{record.get('framework', '')} {record.get('precision', '')}".strip(),
-            hardware=_hardware(record["hw"], notes),
+            precision=str(precision) if precision else None,
+            label_prefix=f"{record.get('framework', '')} {precision or ''}".strip(),
+            hardware=_hardware(_required(record, "hw"), notes),
             tp=tp,
-            concurrency=number(record, "conc"),
-            isl_configured=number(record, "isl", required=False),
-            osl_configured=number(record, "osl", required=False),
+            concurrency=concurrency_of(_required(record, "conc"), "conc"),
+            isl_configured=isl,
+            osl_configured=osl,
         )
+
+
+def _shown(x: float | None) -> str:
+    return "?" if x is None else f"{x:g}"
 
 
 def _gpus(record: dict, notes: list[str]) -> tuple[int | None, int]:
     if record.get("is_multinode"):
-        gpus = int(number(record, "num_prefill_gpu") + number(record, "num_decode_gpu"))
+        gpus = tp_of(number(record, "num_prefill_gpu") + number(record, "num_decode_gpu"),
+                     "num_prefill_gpu + num_decode_gpu")
         notes.append(
             f"disaggregated multinode run: prefill TP {record.get('prefill_tp')} × "
             f"{record.get('prefill_num_workers')}, decode TP {record.get('decode_tp')} × "
             f"{record.get('decode_num_workers')}, {gpus} GPUs; tp left empty"
         )
         return None, gpus
-    tp = int(number(record, "tp"))
-    if tp < 1:
-        raise RunRefused(f"'tp' is {tp}: must be at least 1")
+    tp = tp_of(_required(record, "tp"), "tp")
     return tp, tp

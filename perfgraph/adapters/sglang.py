@@ -19,10 +19,12 @@ from .base import (
     completed_count,
     first_record,
     fmt_num,
-    length_note,
+    in_flight,
+    lengths_note,
     load_of,
     number,
     pacing_note,
+    positive,
     put_rate,
 )
 
@@ -61,13 +63,15 @@ class SGLangAdapter(Adapter):
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         completed = completed_count(record, "completed")
-        duration = number(record, "duration")
-        total_in = number(record, "total_input_tokens")
-        total_out = number(record, "total_output_tokens")
+        duration = positive(record, "duration", what=" s: a run must last longer than 0 s")
+        total_in = positive(record, "total_input_tokens", what=": the requests had no prompt")
+        total_out = positive(record, "total_output_tokens",
+                             what=": the run produced no output tokens")
         metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
         notes: list[str] = []
+        caveats: list[str | None] = []
         if "ttft" not in metrics and "ttft_median" in metrics:
-            notes.append(
+            caveats.append(
                 "the file gives only the MEDIAN TTFT and ITL (old SGLang schema); "
                 "no mean TTFT/ITL/TPOT exists for this run"
             )
@@ -75,9 +79,9 @@ class SGLangAdapter(Adapter):
         isl_cfg, osl_cfg, prefix = _configured(record, notes)
         isl, osl = total_in / completed, total_out / completed
         why = _range_why(record)
-        notes += [length_note("ISL", isl, isl_cfg, why), length_note("OSL", osl, osl_cfg, why)]
+        caveats.append(lengths_note(isl, osl, isl_cfg, osl_cfg, why))
         conc, rate = load_of(record)
-        notes.append(pacing_note(rate, metrics["request_throughput"].value))
+        caveats.append(pacing_note(rate, metrics["request_throughput"].value))
         if not {"model", "tp", "hardware"} <= set(ctx.values):
             notes.append(
                 "SGLang bench_serving lines record no model, TP or GPU; give them with "
@@ -89,7 +93,9 @@ class SGLangAdapter(Adapter):
             index,
             metrics=metrics,
             notes=notes,
+            caveats=caveats,
             label_prefix=prefix,
+            concurrency_measured=in_flight(metrics),
             model=record.get("model_id") or record.get("model"),
             concurrency=conc,
             request_rate=rate,

@@ -29,12 +29,15 @@ from .base import (
     completed_count,
     first_record,
     hardware_slug,
-    length_note,
+    in_flight,
+    lengths_note,
     load_of,
     number,
     pacing_note,
+    positive,
     put,
     put_rate,
+    tp_of,
 )
 from .sglang import looks_like_sglang
 
@@ -77,34 +80,41 @@ class VllmAdapter(Adapter):
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         completed = completed_count(record, "completed")
-        duration = number(record, "duration")
-        total_in = number(record, "total_input_tokens")
-        total_out = number(record, "total_output_tokens")
+        duration = positive(record, "duration", what=" s: a run must last longer than 0 s")
+        total_in = positive(record, "total_input_tokens", what=": the requests had no prompt")
+        total_out = positive(record, "total_output_tokens",
+                             what=": the run produced no output tokens")
         metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
         notes: list[str] = []
+        caveats: list[str | None] = []
         self._throughputs(record, metrics, notes)
-        _per_request(record, metrics, notes)
+        _per_request(record, metrics, caveats)
         failed = number(record, "failed", required=False)
         if failed:
-            notes.append(f"{int(failed)} requests failed and are excluded from every statistic")
+            caveats.append(f"{failed:g} requests failed and are excluded from every statistic")
         conc, rate = load_of(record)
-        notes.append(pacing_note(rate, metrics["request_throughput"].value))
+        caveats.append(pacing_note(rate, metrics["request_throughput"].value))
         isl_cfg = number(record, "random_input_len", required=False)
         osl_cfg = number(record, "random_output_len", required=False)
         isl, osl = total_in / completed, total_out / completed
-        notes += [length_note("ISL", isl, isl_cfg), length_note("OSL", osl, osl_cfg)]
-        tp = record.get("tensor_parallel_size") or record.get("tp")
+        caveats.append(lengths_note(isl, osl, isl_cfg, osl_cfg))
+        tp = next((record[k] for k in ("tensor_parallel_size", "tp") if record.get(k) is not None),
+                  None)
+        precision = record.get("precision")  # not in upstream files; some harnesses add it
         return build_run(
             ctx,
             self.format,
             index,
             metrics=metrics,
             notes=notes,
+            caveats=caveats,
+            precision=str(precision) if precision else None,
+            concurrency_measured=in_flight(metrics),
             model=record.get("model_id"),
             concurrency=conc,
             request_rate=rate,
             hardware=hardware_slug(record.get("gpu") or record.get("hardware")),
-            tp=int(check_number(tp, "tp")) if tp is not None else None,
+            tp=tp_of(tp, "tensor_parallel_size") if tp is not None else None,
             isl=isl,
             osl=osl,
             isl_configured=isl_cfg,
@@ -149,7 +159,7 @@ class VllmLegacyAdapter(VllmAdapter):
         )
 
 
-def _per_request(record: dict, metrics: dict, notes: list[str]) -> None:
+def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
     outs, ttfts = record.get("output_lens"), record.get("ttfts")
     if not isinstance(outs, list) or not isinstance(ttfts, list):
         return
@@ -177,7 +187,7 @@ def _per_request(record: dict, metrics: dict, notes: list[str]) -> None:
     _chunk_note(record.get("itls"), outs, ok, notes)
 
 
-def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str]) -> None:
+def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str | None]) -> None:
     old = metrics.get("ttft")
     for key, m in list(metrics.items()):
         if key == "ttft" or key.startswith("ttft_"):
@@ -196,7 +206,7 @@ def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str]) -> None
         )
 
 
-def _chunk_note(itls, outs: list[float], ok: list[bool], notes: list[str]) -> None:
+def _chunk_note(itls, outs: list[float], ok: list[bool], notes: list[str | None]) -> None:
     if not isinstance(itls, list) or len(itls) != len(outs):
         return
     rows = zip(itls, outs, ok, strict=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from perfgraph.atomic import write_text_atomic
 from perfgraph.calibrate import TARGETS, Fit, calibrate, overlay_text
-from perfgraph.commands.compare import add_run_options
+from perfgraph.commands.compare import add_run_options, one_line
 from perfgraph.commands.options import spec_from_args
-from perfgraph.compare_report import Measured, read_measured
+from perfgraph.compare_report import Measured, problem_lines, read_measured
 from perfgraph.display import quantity
 from perfgraph.errors import InputError
-from perfgraph.run_setup import Baseline
+from perfgraph.run_setup import Baseline, setup_run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,10 +45,9 @@ def run(args: argparse.Namespace) -> int:
     write_text_atomic(args.out, overlay_text(fit, _use(args)))
     report = _json(fit, args.out) if args.format == "json" else _table(fit, args.out)
     sys.stdout.write(report)
-    for p in (*fitted.problems, *held.problems):
-        where = p.source if p.index is None else f"{p.source} #{p.index}"
-        print(f"perfgraph: refused {where}: {p.reason}", file=sys.stderr)
-    _not_compared(fitted, fit, held)
+    for line in (*problem_lines(fitted), *problem_lines(held)):
+        print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
+    _not_compared(fitted, fit, held, base)
     return 0
 
 
@@ -59,12 +58,13 @@ def _use(args: argparse.Namespace) -> str:
     return " ".join([*parts, f"--calibration {shlex.quote(args.out)}"])
 
 
-def _not_compared(fitted: Measured, fit: Fit, held: Measured) -> None:
+def _not_compared(fitted: Measured, fit: Fit, held: Measured, base: Baseline) -> None:
     used = {(c.run.source, c.run.index) for c in (*fit.fitted_runs, *fit.held_out_runs)}
     for r in (*fitted.runs, *held.runs):
         if (r.source, r.index) not in used:
-            print(f"perfgraph: not used {r.source} #{r.index}: the model could not be set up "
-                  "for it (see 'perfgraph compare')", file=sys.stderr)
+            why = setup_run(r, base).error or "the model has no value at its configuration " \
+                "(see 'perfgraph compare')"
+            print(f"perfgraph: not used {r.source} #{r.index}: {why}", file=sys.stderr)
 
 
 def _table(fit: Fit, out: str) -> str:

@@ -14,8 +14,10 @@ from perfgraph.compare_report import (
     as_json,
     as_markdown,
     as_table,
+    problem_lines,
     read_measured,
     records,
+    summary_lines,
 )
 from perfgraph.errors import InputError
 from perfgraph.run_setup import Baseline
@@ -49,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def one_line(text: str) -> str:
+    """A (possibly multi-line) message as one line of stderr."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def run(args: argparse.Namespace) -> int:
     if args.format == "parquet" and not args.out:
         raise InputError("--format parquet writes a file: give --out FILE.parquet")
@@ -67,9 +74,14 @@ def run(args: argparse.Namespace) -> int:
             write_text_atomic(args.out, text)
         else:
             sys.stdout.write(text)
-    if not any(c.error is None for c in comparisons):
-        for p in measured.problems:
-            print(f"perfgraph: {p.source}: {p.reason}", file=sys.stderr)
+    nothing = not any(c.error is None for c in comparisons)
+    if args.out or nothing:  # the problems are not on the screen otherwise
+        for line in problem_lines(measured):
+            print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
+    if args.out:
+        summary = summary_lines(comparisons, measured, base.reference)
+        print(f"perfgraph: wrote {args.out}: {summary[0]}", file=sys.stderr)
+    if nothing:
         print("perfgraph: error: no run could be compared", file=sys.stderr)
         return 1
     return 0
