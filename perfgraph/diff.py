@@ -5,7 +5,8 @@ change is any cell whose declaration differs (a value, or a formula: a pin, or a
 entry's own formula); a result is any other cell whose value moved or whose error came or
 went. Each moved result is attributed to the changed inputs that reach it: each is applied
 alone to a fork of BASE, and the result read there ("concurrency alone: ITL 12.9 → 13.2 ms").
-Values are in HEAD's declared units; results are ordered by relative size of change.
+Values are in HEAD's declared units; results are ordered by size of change as a ratio
+(``|log(new/old)|``, so halving ranks with doubling), and filtered by relative change.
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ class MovedResult:
             return math.inf
         return abs(self.delta) / abs(self.old)
 
+    @property
+    def size(self) -> float:
+        """``|log(new / old)|``: a 2.8× shrink outranks a 1.66× growth. Infinite when a
+        value appears, fails, leaves or reaches 0, or changes sign."""
+        if self.old is None or self.new is None or self.old * self.new <= 0:
+            return math.inf
+        return abs(math.log(self.new / self.old))
+
 
 @dataclass(frozen=True)
 class DiffReport:
@@ -109,7 +118,7 @@ def diff(base: Scenario, head: Scenario, base_label: str = "BASE",
     if attribute:
         results = attributed(base.sheet, head.sheet, inputs, results)
     return DiffReport(base_label, head_label, choice_changes(base, head), tuple(inputs),
-                      tuple(sorted(results, key=lambda r: (-r.change, r.name))))
+                      tuple(sorted(results, key=lambda r: (-r.size, r.name))))
 
 
 def choice_changes(base: Scenario, head: Scenario) -> tuple[ChoiceChange, ...]:

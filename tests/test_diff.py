@@ -4,7 +4,12 @@ to the edits that move it alone; files or git revisions; exit 0/1/2 for CI."""
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -12,7 +17,8 @@ import pytest
 
 from perfgraph import gitrev
 from perfgraph.cli import main
-from perfgraph.diff import diff
+from perfgraph.commands.diff import kind_from_keys
+from perfgraph.diff import MovedResult, diff
 from perfgraph.errors import InputError
 from perfgraph.scenario import ScenarioSpec, load
 
@@ -66,8 +72,8 @@ def test_speculation_moves_itl_by_its_tokens_per_pass(report):
 
 
 def test_results_are_ordered_by_size_of_change_and_filtered_by_threshold(report):
-    changes = [r.change for r in report.results]
-    assert changes == sorted(changes, reverse=True)
+    sizes = [r.size for r in report.results]
+    assert sizes == sorted(sizes, reverse=True)
     assert {c.name for c in report.inputs}.isdisjoint(r.name for r in report.results)
     past = report.moved(0.9)
     assert past and all(r.change > 0.9 for r in past)
@@ -207,3 +213,179 @@ def test_a_file_on_disk_wins_over_a_revision(tmp_path, monkeypatch):
     assert gitrev.parse("a:b.toml") is None
     assert gitrev.parse("main:b.toml") == gitrev.GitRef("main", "b.toml")
     assert gitrev.parse("plain.toml") is None
+
+
+# ------------------------------------------------------------------ ranking
+def moved(old, new):
+    return MovedResult("x", "", False, old, new, None, None, ())
+
+
+def test_results_rank_by_log_ratio_so_a_shrink_counts_as_much_as_a_growth():
+    shrink, growth = moved(2.8, 1.0), moved(1.0, 1.66)
+    assert shrink.size == pytest.approx(math.log(2.8))
+    assert shrink.size > growth.size and shrink.change < growth.change
+    for appears_or_flips in (moved(0.0, 1.0), moved(1.0, 0.0), moved(-1.0, 2.0),
+                             moved(None, 1.0), moved(1.0, None)):
+        assert appears_or_flips.size == math.inf
+    report = diff(load(ScenarioSpec(file=BASE)), load(ScenarioSpec(file=HEAD)))
+    sizes = [r.size for r in report.results]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+# ------------------------------------------------------------------ what kind a file is
+def catalog_copy(folder: Path, kind: str, slug: str, old: str, new: str) -> Path:
+    text = (Path(__file__).parents[1] / kind / f"{slug}.toml").read_text()
+    assert old in text
+    copy = folder / f"{slug}.toml"
+    copy.write_text(text.replace(old, new))
+    return copy
+
+
+@pytest.mark.parametrize("kind, slug, old, new, changed", [
+    ("hardware", "h200", 'hbm_bandwidth = "4.8 TB/s"', 'hbm_bandwidth = "5.2 TB/s"',
+     "hbm_bandwidth"),
+    ("models", "llama-3.1-8b", "n_layers = 32 ", "n_layers = 33 ", "n_layers"),
+])
+def test_a_catalog_file_outside_its_folder_is_read_by_its_keys(
+        tmp_path, capsys, kind, slug, old, new, changed):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    base = catalog_copy(tmp_path / "a", kind, slug, old, old)
+    head = catalog_copy(tmp_path / "b", kind, slug, old, new)
+    assert main(["diff", str(base), str(head), "-f", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in data["inputs"]] == [changed]
+
+
+def test_kind_from_keys():
+    assert kind_from_keys('vendor = "x"\n[values]\nhbm_bandwidth = "1 TB/s"\n') == (
+        "hardware", True)
+    assert kind_from_keys('[peak_flops]\nfp8 = "1 PFLOP/s"\n') == ("hardware", True)
+    assert kind_from_keys('[values]\nhbm_bandwidth = "1 TB/s"\n') == ("scenario", False)
+    assert kind_from_keys('hf_id = "x"\n') == ("model", True)
+    assert kind_from_keys('hardware = "h200"\n[values]\nn_layers = 3\n') == ("scenario", True)
+    assert kind_from_keys('[values]\nconcurrency = 3\n') == ("scenario", False)
+    assert kind_from_keys('[values\n') == ("scenario", False)
+
+
+def test_a_copy_of_a_workload_is_read_as_one_beside_a_workload(repo, capsys):
+    copy = repo / "tmp" / "chat.toml"
+    copy.write_text((repo / "workloads" / "chat.toml").read_text())
+    (repo / "workloads" / "chat.toml").write_text(copy.read_text().replace(
+        "concurrency = 32", "concurrency = 16"))
+    assert main(["diff", str(copy), "workloads/chat.toml", "-f", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [(c["name"], c["old"], c["new"]) for c in data["inputs"]] == [
+        ("concurrency", 32, 16)]
+
+
+# ------------------------------------------------------------------ paths at revisions
+def test_the_folder_is_the_resolved_one_and_dot_paths_are_from_the_cwd(repo, monkeypatch,
+                                                                       capsys):
+    monkeypatch.chdir(repo / "workloads")
+    for argv in (["main:workloads/chat.toml", "chat.toml"], ["main:./chat.toml", "./chat.toml"],
+                 ["main:../workloads/chat.toml", "../workloads/chat.toml"]):
+        assert main(["diff", *argv, "-f", "json"]) == 1, argv
+        data = json.loads(capsys.readouterr().out)
+        assert data["base"] == argv[0]
+        assert [(c["name"], c["old"], c["new"]) for c in data["inputs"]] == [
+            ("concurrency", 64, 32)]
+
+
+@pytest.fixture
+def relative(repo) -> Path:
+    """scen/dep.toml names scen/mymodel.toml and ../workloads/chat.toml by relative path."""
+    (repo / "scen").mkdir()
+    model = repo / "scen" / "mymodel.toml"
+    model.write_text((Path(__file__).parents[1] / "models" / "llama-3.1-8b.toml").read_text())
+    (repo / "scen" / "dep.toml").write_text(
+        'model = "mymodel.toml"\nworkload = "../workloads/chat.toml"\n\n'
+        '[values]\ntp = 1\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "scen")
+    model.write_text(model.read_text().replace("n_layers = 32 ", "n_layers = 40 "))
+    return repo
+
+
+def test_a_scenario_at_a_revision_reads_its_relative_files_at_that_revision(relative, capsys):
+    assert main(["diff", "HEAD:scen/dep.toml", "scen/dep.toml", "-f", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {c["name"]: (c["old"], c["new"]) for c in data["inputs"]} == {"n_layers": (32, 40)}
+    assert main(["diff", "HEAD:scen/dep.toml", "main:scen/dep.toml"]) == 0  # same commit
+    capsys.readouterr()
+    assert list((relative / "tmp").iterdir()) == []
+
+
+def test_an_error_in_a_relative_file_at_a_revision_names_it_there(relative, capsys):
+    (relative / "scen" / "mymodel.toml").write_text("[values\n")
+    git(relative, "commit", "-q", "-am", "broken model")
+    assert main(["diff", "HEAD:scen/dep.toml", "HEAD~1:scen/dep.toml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfgraph: error: HEAD:scen/mymodel.toml:1")
+    assert "perfgraph-rev-" not in err
+    (relative / "scen" / "dep.toml").write_text('model = "nothere.toml"\n')
+    git(relative, "commit", "-q", "-am", "missing model")
+    assert main(["diff", "HEAD:scen/dep.toml", "scen/dep.toml"]) == 2
+    assert "cannot read 'scen/nothere.toml' at HEAD" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["main:workloads", "deploy.toml"], "'workloads' is a folder at main, not a file"),
+    (["main:../x.toml", "deploy.toml"], "is outside the repository"),
+    (["workloads", "deploy.toml"], "a folder, not a file"),
+    ([os.devnull, "deploy.toml"], "not on this side of the change (added or deleted)"),
+])
+def test_folders_and_missing_sides_say_so(repo, argv, says, capsys):
+    assert main(["diff", *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ the git recipe
+PERFGRAPH = f"{shlex.quote(sys.executable)} -m perfgraph.cli"
+
+
+def configure_recipe(repo: Path) -> None:
+    """The README's recipe: .gitattributes, a textconv driver per kind, a difftool."""
+    (repo / ".gitattributes").write_text(
+        "scenarios/*.toml  diff=perfgraph\n"
+        "hardware/*.toml   diff=perfgraph-hardware\n"
+        "models/*.toml     diff=perfgraph-model\n"
+        "workloads/*.toml  diff=perfgraph-workload\n")
+    for driver, option in [("perfgraph", ""), ("perfgraph-hardware", "--hardware "),
+                           ("perfgraph-model", "--model "),
+                           ("perfgraph-workload", "--workload ")]:
+        git(repo, "config", f"diff.{driver}.textconv",
+            f'f() {{ cat "$1"; printf "\\n# perfgraph eval {option}\\n"; '
+            f'{PERFGRAPH} eval {option}"$1" 2>&1 || true; }}; f')
+    git(repo, "config", "difftool.perfgraph.cmd", f'{PERFGRAPH} diff -t 5 "$LOCAL" "$REMOTE"')
+
+
+def test_the_textconv_recipe_shows_computed_results_in_git_diff(tmp_path):
+    (tmp_path / "hardware").mkdir()
+    (tmp_path / "scenarios").mkdir()
+    h200 = catalog_copy(tmp_path / "hardware", "hardware", "h200", "4.8 TB/s", "4.8 TB/s")
+    scenario = tmp_path / "scenarios" / "deploy.toml"
+    scenario.write_text('hardware = "h200"\n\n[values]\nconcurrency = 64\n')
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "t@example.com")
+    git(tmp_path, "config", "user.name", "t")
+    configure_recipe(tmp_path)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    h200.write_text(h200.read_text().replace("4.8 TB/s", "5.2 TB/s"))
+    scenario.write_text(scenario.read_text().replace("64", "128"))
+
+    def shown(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True,
+                              check=True, timeout=120).stdout
+
+    hardware = shown("diff", "--", "hardware/h200.toml")
+    assert '+hbm_bandwidth = "5.2 TB/s"' in hardware  # the TOML change
+    assert re.search(r"^-  ridge_point +412\.3 FLOP/B$", hardware, re.M)  # and the results
+    assert re.search(r"^\+  ridge_point +380\.6 FLOP/B$", hardware, re.M)
+    assert re.search(r"^\+  system_bandwidth +10\.4 TB/s$", hardware, re.M)
+    deploy = shown("diff", "--", "scenarios/deploy.toml")
+    assert "+concurrency = 128" in deploy and re.search(r"^\+  kv_bytes_total ", deploy, re.M)
+    tool = shown("difftool", "-y", "-t", "perfgraph", "--", "hardware/h200.toml")
+    assert "hbm_bandwidth  4.8 TB/s → 5.2 TB/s" in tool and "ridge_point" in tool

@@ -2,18 +2,29 @@
 
 BASE and HEAD are files, or ``REV:path`` (read with ``git show``, no checkout). A file in a
 ``models/``, ``hardware/`` or ``workloads/`` folder is read as that catalog entry (the rest
-of the scenario from the options, or the default); any other as a scenario file; ``--as``
-says which. Exit status: 0 when no result moved past ``--threshold``, 1 when some did, 2 on
-bad input, so CI can gate on it.
+of the scenario from the options, or the default); any other by its keys (``vendor`` or
+``[peak_flops]``: hardware; ``hf_id`` or ``[architecture]``: a model; else a scenario, or a
+workload when the other side is one), so git's temporary copies (``git difftool``) read
+right; ``--as`` says which. A scenario at a revision that names a catalog file by relative
+path gets that file at the same revision. Exit status: 0 when no result moved past
+``--threshold``, 1 when some did, 2 on bad input, so CI can gate on it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import posixpath
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from perfgraph import gitrev
 from perfgraph.catalog import KINDS
@@ -24,6 +35,10 @@ from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario import Scenario, ScenarioSpec, load
 
 FOLDERS = {"models": "model", "hardware": "hardware", "workloads": "workload"}
+#: Top-level keys only one kind of file has.
+ONLY = {"scenario": ("model", "hardware", "workload", "precision"),
+        "hardware": ("vendor", "peak_flops", "peak_flops_sparse"),
+        "model": ("hf_id", "architecture")}
 READ_AS = ("auto", "scenario", *KINDS)
 TOGETHER = "no single edit moves it alone: the edits together do"
 
@@ -43,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="show (and fail on) only results that moved by more than PCT "
                         "percent (default 0: any move)")
     p.add_argument("--as", dest="read_as", choices=READ_AS, default="auto",
-                   help="read BASE and HEAD as this kind of file (default: by folder)")
+                   help="read BASE and HEAD as this kind of file (default: by folder, "
+                        "else by keys)")
     p.set_defaults(func=run)
 
 
@@ -60,29 +76,118 @@ def threshold(text: str) -> float:
 
 
 # ----------------------------------------------------------------- loading one side
-def read_as(path: str, wanted: str) -> str:
+@dataclass
+class Side:
+    """One side of the diff before it loads: where it is, its text, and how to read it."""
+
+    given: str  # as on the command line
+    ref: gitrev.GitRef | None  # a revision (its path from the top), or None for a file
+    text: str | None  # None: unreadable (loading it says why)
+    kind: str
+    sure: bool  # the folder, --as or a key says so (else: a scenario, or a workload)
+
+
+def read_as(path: str, wanted: str, text: str | None = None) -> str:
+    """How to read the file ``path`` (the folder it is in, else its keys)."""
+    return _kind(path, wanted, text)[0]
+
+
+def _kind(path: str, wanted: str, text: str | None, *, in_repo: bool = False,
+          ) -> tuple[str, bool]:
     if wanted != "auto":
-        return wanted
-    return FOLDERS.get(Path(path).parent.name, "scenario")
+        return wanted, True
+    folder = posixpath.basename(posixpath.dirname(path)) if in_repo else (
+        Path(path).resolve().parent.name)
+    if folder in FOLDERS:
+        return FOLDERS[folder], True
+    return kind_from_keys(text) if text is not None else ("scenario", False)
+
+
+def kind_from_keys(text: str) -> tuple[str, bool]:
+    """A file outside the catalog folders, by its keys: the kind, and whether a key says
+    so. A file of ``[values]`` alone (a workload has no key of its own) is a scenario,
+    unsure: a scenario that sets only ``hbm_bandwidth`` is no hardware entry."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "scenario", False  # loading it says what is wrong, with file:line
+    for kind, keys in ONLY.items():
+        if any(k in data for k in keys):
+            return kind, True
+    return "scenario", False  # [values] alone reads the same as a scenario
+
+
+def prepare(given: str, wanted: str) -> Side:
+    """Find one side and read its text; InputError for a missing file or revision."""
+    ref = gitrev.parse(given)
+    if ref is None:
+        path = Path(given)
+        if not path.is_file():
+            raise InputError(_not_a_file(path), file=given)
+        text = _read(path)
+        return Side(given, None, text, *_kind(given, wanted, text))
+    ref = gitrev.from_top(ref)
+    text = gitrev.show(ref)
+    return Side(given, ref, text, *_kind(ref.path, wanted, text, in_repo=True))
+
+
+def _not_a_file(path: Path) -> str:
+    if str(path) == os.devnull:  # git difftool's side of an added or deleted file
+        return "the file is not on this side of the change (added or deleted): nothing to compare"
+    if path.is_dir():
+        return "a folder, not a file: name a TOML file"
+    return "no such file (or REV:path)" if not path.exists() else "not a regular file"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # loading it says what is wrong
+
+
+def agree(base: Side, head: Side) -> None:
+    """A side that reads as a scenario only for want of a telling key is read as a
+    workload when the other side surely is one (``git difftool`` on workloads/x.toml)."""
+    for one, other in ((base, head), (head, base)):
+        if not one.sure and other.sure and other.kind == "workload":
+            one.kind = "workload"
 
 
 def _spec(common: ScenarioSpec, path: str, kind: str) -> ScenarioSpec:
     return replace(common, file=path) if kind == "scenario" else replace(common, **{kind: path})
 
 
-def load_side(text: str, common: ScenarioSpec, wanted: str) -> tuple[str, Scenario]:
+def referenced(side: Side) -> list[str]:
+    """The catalog files a scenario at a revision names by relative path, from the top of
+    the repository (those that stay inside it)."""
+    assert side.ref is not None and side.text is not None
+    try:
+        data: dict[str, Any] = tomllib.loads(side.text)
+    except tomllib.TOMLDecodeError:
+        return []
+    folder = posixpath.dirname(side.ref.path)
+    out = []
+    for kind in KINDS:
+        name = data.get(kind)
+        if isinstance(name, str) and name.endswith(".toml") and not Path(name).is_absolute():
+            path = posixpath.normpath(posixpath.join(folder, name))
+            if path != ".." and not path.startswith("../"):
+                out.append(path)
+    return out
+
+
+def load_side(side: Side, common: ScenarioSpec) -> tuple[str, Scenario]:
     """One side of the diff: its label, and the scenario it makes."""
-    ref = gitrev.parse(text)
-    if ref is None:
-        if not Path(text).is_file():
-            raise InputError("no such file (or REV:path)", file=text)
-        return text, load(_spec(common, text, read_as(text, wanted)))
-    with gitrev.copy_of(ref) as copy:
+    if side.ref is None:
+        return side.given, load(_spec(common, side.given, side.kind))
+    also = referenced(side) if side.kind == "scenario" else []
+    with gitrev.copy_of(side.ref, text=side.text, also=also) as copy:
         try:
-            return ref.label, load(_spec(common, str(copy), read_as(ref.path, wanted)))
+            return side.ref.label, load(_spec(common, str(copy), side.kind))
         except PerfgraphError as exc:
-            if exc.file == str(copy):
-                exc.file = ref.label
+            if exc.file:
+                exc.file = gitrev.label(side.ref, copy, exc.file) or exc.file
             raise
 
 
@@ -185,8 +290,10 @@ FORMATTERS = {"table": as_table, "markdown": as_markdown, "json": as_json}
 def run(args: argparse.Namespace) -> int:
     limit = threshold(args.threshold)
     common = spec_from_args(args)
-    base_label, base = load_side(args.base, common, args.read_as)
-    head_label, head = load_side(args.head, common, args.read_as)
+    sides = prepare(args.base, args.read_as), prepare(args.head, args.read_as)
+    agree(*sides)
+    base_label, base = load_side(sides[0], common)
+    head_label, head = load_side(sides[1], common)
     report = diff(base, head, base_label, head_label)
     shown = report.moved(limit)
     sys.stdout.write(FORMATTERS[args.format](report, shown, limit))
