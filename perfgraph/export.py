@@ -1,4 +1,8 @@
-"""Parquet out: every cell a column named as in the vocabulary, units in the file's metadata.
+"""Files out: which format a file gets, and Parquet, every cell a column named as in the
+vocabulary, units in the file's metadata.
+
+:func:`output_format` picks the format from ``--format``, else from ``--out``'s suffix, and
+refuses the two disagreeing (Parquet bytes in ``x.csv``) and an empty ``--out``.
 
 A file carries ``perfgraph.units``, a JSON object ``{column: unit}`` (each unit a string Pint
 reads once FLOP and token are defined), in its key-value metadata, where Polars
@@ -8,23 +12,27 @@ and each column's unit in its field metadata (``unit``), so ``pq.read_table(path
 shows them. Values are in each cell's declared unit, NaN where the cell failed.
 
 Frames are streamed: the writer pulls one chunk at a time, so a file can be far larger than
-memory. The file appears only when complete (``perfgraph.atomic``).
+memory. The file appears only when complete (``perfgraph.atomic``). Polars is imported only
+when a frame is built or a file written, so a command that writes no Parquet never loads it.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-from polars.exceptions import PolarsError
-
-from perfgraph.atomic import write_atomic
+from perfgraph.atomic import INTERRUPTS, write_atomic
 from perfgraph.catalog import KINDS, catalog_dir
 from perfgraph.errors import InputError
 from perfgraph.graph import Sheet
 from perfgraph.scenario import Scenario
+
+if TYPE_CHECKING:
+    import polars as pl
 
 UNITS_KEY = "perfgraph.units"
 #: Fast to write; constant columns (most of a sweep's) shrink to almost nothing.
@@ -32,7 +40,36 @@ COMPRESSION = "lz4"
 #: The columns naming the catalog choices of each row, before the cells.
 CHOICE_COLUMNS = (*KINDS, "precision")
 
-Frames = Callable[[], Iterator[pl.DataFrame]]
+Frames = Callable[[], Iterator["pl.DataFrame"]]
+#: The format a file's suffix names.
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
+            ".md": "markdown", ".markdown": "markdown"}
+
+
+def output_format(out: str | None, given: str | None, formats: Sequence[str],
+                  default: str, file_default: str | None = None) -> str:
+    """The format to write: ``given`` (``--format``), else the one ``out``'s suffix names,
+    else ``file_default`` (with ``--out``) or ``default``. InputError for an empty ``--out``,
+    a suffix naming a format not in ``formats``, or a ``--format`` the suffix contradicts."""
+    if out is None:
+        return given or default
+    if not out.strip():
+        raise InputError("--out needs a file name (leave --out off to print to stdout)")
+    suffix = Path(out).suffix.lower()
+    named = SUFFIXES.get(suffix)
+    if named is not None and named not in formats:
+        raise InputError(f"--out {out}: a {suffix} file holds {named}, which this command "
+                         f"does not write; it writes {' or '.join(formats)}")
+    if given is None:
+        return named or file_default or default
+    if named is not None and named != given:
+        raise InputError(f"--format {given} does not match --out {out} (a {suffix} file "
+                         f"holds {named}); name the file .{_suffix(given)} or drop --format")
+    return given
+
+
+def _suffix(fmt: str) -> str:
+    return next((s[1:] for s, f in SUFFIXES.items() if f == fmt), "txt")
 
 
 def choices(scenario: Scenario) -> dict[str, str]:
@@ -53,11 +90,15 @@ def units(sheet: Sheet, names: Sequence[str]) -> dict[str, str]:
 
 def schema(cells: Sequence[str]) -> dict[str, pl.DataType]:
     """Choice columns (text), then one Float64 column per cell."""
+    import polars as pl
+
     return {**{c: pl.String() for c in CHOICE_COLUMNS}, **{n: pl.Float64() for n in cells}}
 
 
 def scenario_frame(scenario: Scenario, cells: Sequence[str]) -> pl.DataFrame:
     """One row: the scenario's choices and every cell in ``cells`` (NaN where it failed)."""
+    import polars as pl
+
     sheet = scenario.sheet
     row: dict[str, object] = dict(choices(scenario))
     for name in cells:
@@ -79,10 +120,15 @@ def write_frames(path: str | Path, frames: Frames, columns: Mapping[str, pl.Data
     ``columns`` is the schema every frame has; ``column_units`` goes into the metadata,
     with ``extra`` key-values beside it.
     """
+    import polars as pl
+    from polars.exceptions import PolarsError
+
     metadata = {UNITS_KEY: json.dumps(dict(column_units)), **(extra or {})}
     source = pl.io.plugins.register_io_source(_source(frames), schema=dict(columns))
 
     def write(tmp: Path) -> None:
+        if INTERRUPTS.watched:
+            _python_takes_ctrl_c()
         try:
             source.sink_parquet(tmp, compression=COMPRESSION, metadata=metadata,
                                 arrow_schema=_arrow_schema(columns, column_units, metadata))
@@ -92,11 +138,23 @@ def write_frames(path: str | Path, frames: Frames, columns: Mapping[str, pl.Data
     write_atomic(path, write)
 
 
+def _python_takes_ctrl_c() -> None:
+    """Give SIGINT back to Python. Polars puts its own Ctrl-C hook before Python's when it
+    is imported, and when that hook stops a ``sink_parquet`` the Parquet writer can panic,
+    printing a Rust backtrace; with ``perfgraph.cli`` watching for signals, the source
+    below stops the write instead (a KeyboardInterrupt between chunks, and no backtrace)."""
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.getsignal(signal.SIGINT)
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+
+
 def _source(frames: Frames) -> Callable[..., Iterator[pl.DataFrame]]:
     def source(with_columns: list[str] | None, predicate: pl.Expr | None,
                n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
         left = n_rows
         for frame in frames():
+            INTERRUPTS.check()  # Polars runs this off the main thread: see perfgraph.atomic
             if with_columns is not None:
                 frame = frame.select(with_columns)
             if predicate is not None:
@@ -116,6 +174,8 @@ def _arrow_schema(columns: Mapping[str, pl.DataType], column_units: Mapping[str,
         import pyarrow as pa
     except ImportError:  # pragma: no cover - the key-value metadata still carries the units
         return None
+    import polars as pl
+
     fields = [pa.field(name, pa.float64() if dtype == pl.Float64 else pa.large_string(),
                        metadata={"unit": column_units[name]} if name in column_units else None)
               for name, dtype in columns.items()]
@@ -124,6 +184,9 @@ def _arrow_schema(columns: Mapping[str, pl.DataType], column_units: Mapping[str,
 
 def read_units(path: str | Path) -> dict[str, str]:
     """The ``{column: unit}`` a file written here carries (InputError if it has none)."""
+    import polars as pl
+    from polars.exceptions import PolarsError
+
     try:
         metadata = pl.read_parquet_metadata(path)
     except (OSError, PolarsError) as exc:

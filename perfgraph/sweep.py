@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -31,7 +31,7 @@ from perfgraph.catalog import KINDS, load_entry, resolve
 from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.graph import Sheet
-from perfgraph.scenario import ScenarioSpec, load, precisions
+from perfgraph.scenario import Scenario, ScenarioSpec, load, precisions
 from perfgraph.units import unit
 
 #: The most points one sweep may have.
@@ -39,8 +39,15 @@ MAX_POINTS = 50_000_000
 #: Rows per evaluation: small enough that a chunk's columns stay in cache.
 CHUNK_ROWS = 65_536
 CATALOG_AXES = (*KINDS, "precision")
+#: Scenarios :func:`plan` keeps for the sweep to use (about 0.5 MB each); beyond this many
+#: combinations each is loaded again when its turn comes.
+KEEP_LOADED = 64
 
 _RANGE = re.compile(r"^(?P<start>[^:]+?)\.\.(?P<stop>[^:]+?)(?::(?P<op>[x*+])(?P<step>.+))?$")
+RANGE_FORMS = "START..STOP, START..STOP:xFACTOR or START..STOP:+STEP"
+#: A value that starts like a number: the number, then nothing, or a unit after it.
+_NUMBER = re.compile(r"^[+-]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?(?P<rest>.*)$")
+_UNIT_START = re.compile(r"^(?:$|\s|[^\W\d_]|%)")
 
 Progress = Callable[[int], None]
 
@@ -59,10 +66,13 @@ class Axis:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A scenario and the axes to sweep it over."""
+    """A scenario and the axes to sweep it over; ``loaded`` keeps the scenarios that
+    :func:`plan` loaded to check them, so a sweep of few combinations loads each once."""
 
     spec: ScenarioSpec
     axes: tuple[Axis, ...]
+    loaded: Mapping[ScenarioSpec, Scenario] = field(default_factory=dict, compare=False,
+                                                    repr=False)
 
     @property
     def catalog_axes(self) -> tuple[Axis, ...]:
@@ -81,28 +91,90 @@ class Sweep:
     def points(self) -> int:
         return math.prod(len(a.values) for a in self.axes)
 
-    def specs(self) -> Iterator[ScenarioSpec]:
-        """One scenario per catalog combination, in row order."""
+    def combinations(self) -> Iterator[tuple[str, ScenarioSpec]]:
+        """Each catalog combination, in row order: ``"hardware=h200, precision=fp8"``
+        (empty without catalog axes) and its scenario."""
         names = [a.name for a in self.catalog_axes]
         for combo in itertools.product(*(a.values for a in self.catalog_axes)):
-            yield replace(self.spec, **dict(zip(names, combo, strict=True)))
+            chosen = dict(zip(names, combo, strict=True))
+            label = ", ".join(f"{k}={v}" for k, v in chosen.items())
+            yield label, replace(self.spec, **chosen)
+
+    def specs(self) -> Iterator[ScenarioSpec]:
+        """One scenario per catalog combination, in row order."""
+        return (spec for _, spec in self.combinations())
+
+    def scenario(self, spec: ScenarioSpec) -> Scenario:
+        found = self.loaded.get(spec)
+        return found if found is not None else load(spec)
 
 
 # --------------------------------------------------------------------- parsing axes
 def plan(spec: ScenarioSpec, axis_texts: Sequence[str], sheet: Sheet | None = None) -> Sweep:
-    """Parse ``--axis`` texts against the scenario's sheet; InputError etc. for bad axes."""
+    """Parse ``--axis`` texts and check them against every catalog combination up front:
+    each must load and have every cell axis, in units that convert (so a sweep never
+    fails half way for a bad combination). InputError etc., naming the combination."""
     if not axis_texts:
         raise InputError("a sweep needs at least one --axis NAME=V1,V2,…")
-    sheet = sheet if sheet is not None else load(spec).sheet
-    axes: list[Axis] = []
-    for text in axis_texts:
-        axis = parse_axis(text, sheet)
-        if any(a.name == axis.name for a in axes):
-            raise InputError(f"axis {axis.name!r} given twice", name=axis.name)
-        axes.append(axis)
-    sweep = Sweep(spec, tuple(axes))
+    split = [(text.partition("=")[0].strip(), text) for text in axis_texts]
+    for i, (name, _) in enumerate(split):
+        if name and any(other == name for other, _ in split[:i]):
+            raise InputError(f"axis {name!r} given twice", name=name)
+    catalog = {n: parse_axis(t, None) for n, t in split if n in CATALOG_AXES}
+    draft = Sweep(spec, tuple(catalog.values()))
+    check_size(draft.points)
+    combos = draft.combinations()
+    label, first = next(combos)
+    loaded = {first: _load(first, label)}
+    if sheet is None:
+        sheet = loaded[first].sheet
+    axes = []
+    for name, text in split:
+        if name not in catalog and label and name not in sheet.names and _in_any(name, draft):
+            raise _missing(name, label)
+        axes.append(catalog[name] if name in catalog else parse_axis(text, sheet))
+    sweep = Sweep(spec, tuple(axes), loaded)
     check_size(sweep.points)
+    cells = {a.name: sheet.declaration(a.name).unit for a in sweep.cell_axes}
+    for label, other in combos:
+        scenario = _load(other, label)
+        _check_combination(scenario.sheet, cells, label)
+        if len(loaded) < KEEP_LOADED:
+            loaded[other] = scenario
     return sweep
+
+
+def _load(spec: ScenarioSpec, label: str) -> Scenario:
+    """A combination's scenario; its error names the combination (when there are any)."""
+    try:
+        return load(spec)
+    except PerfgraphError as exc:
+        if not label:
+            raise
+        raise InputError(f"the sweep's combination {label} cannot load: {exc}") from None
+
+
+def _missing(name: str, label: str) -> InputError:
+    return InputError(f"the sweep's combination {label} has no cell named {name!r} to "
+                      f"sweep (a catalog entry on another axis declares it)", name=name)
+
+
+def _in_any(name: str, draft: Sweep) -> bool:
+    """Whether a catalog entry on one of the axes declares the cell ``name``."""
+    return any(name == cell for axis in draft.catalog_axes if axis.name != "precision"
+               for value in axis.values for cell, _ in load_entry(axis.name, str(value)).cells())
+
+
+def _check_combination(sheet: Sheet, cells: Mapping[str, str], label: str) -> None:
+    """Every cell axis is in ``sheet``, declared in a unit its values convert to."""
+    for name, wanted in cells.items():
+        if name not in sheet.names:
+            raise _missing(name, label)
+        declared = sheet.declaration(name).unit
+        if declared != wanted and unit(declared).dims != unit(wanted).dims:
+            raise InputError(f"the sweep's combination {label} declares it in {declared}, "
+                             f"which the axis values (in {wanted}) do not convert to",
+                             name=name)
 
 
 def check_size(points: int) -> None:
@@ -111,7 +183,8 @@ def check_size(points: int) -> None:
                          f"{MAX_POINTS:,}; sweep fewer values or split the sweep")
 
 
-def parse_axis(text: str, sheet: Sheet) -> Axis:
+def parse_axis(text: str, sheet: Sheet | None) -> Axis:
+    """``NAME=V1,V2,…``: a catalog axis (``sheet`` is not needed), or a cell of ``sheet``."""
     name, sep, items = text.partition("=")
     name = name.strip()
     if not sep or not name or not items.strip():
@@ -122,12 +195,13 @@ def parse_axis(text: str, sheet: Sheet) -> Axis:
         raise InputError(f"empty value in axis {text!r}", name=name)
     if name in CATALOG_AXES:
         return Axis(name, tuple(_catalog_value(name, p) for p in parts))
+    assert sheet is not None, "a cell axis is read against a sheet"
     if name not in sheet.names:
         raise UnknownNameError(f"no cell named {name!r} to sweep"
                                f"{_near(name, [*sheet.names, *CATALOG_AXES])}", name=name)
     values: list[float] = []
     for part in parts:
-        values.extend(_range(part, name) if _RANGE.match(part) else [_value(sheet, name, part)])
+        values.extend(_range(part, name) if ".." in part else [_value(sheet, name, part)])
         check_size(len(values))
     return Axis(name, tuple(values))
 
@@ -144,6 +218,10 @@ def _catalog_value(kind: str, name: str) -> str:
 
 
 def _value(sheet: Sheet, name: str, text: str) -> float:
+    number = _NUMBER.match(text)
+    if number is not None and not _UNIT_START.match(number["rest"]):
+        raise InputError(f"malformed value {text!r}: expected a number, with units if any "
+                         f"(3.35 TB/s), or a range {RANGE_FORMS}", name=name)
     assignment = interpret(sheet.declaration(name), text)
     if assignment.value is None:
         raise InputError(f"axis values must be numbers (with units if any), not the "
@@ -170,7 +248,8 @@ def _check_range(item: str, name: str, count: int) -> None:
 def _range(item: str, name: str) -> list[float]:
     """``START..STOP[:xF|:+S]``, both ends included when the steps land on STOP."""
     m = _RANGE.match(item)
-    assert m is not None
+    if m is None or item.count("..") != 1 or "..." in item:
+        raise InputError(f"malformed range {item!r}: expected {RANGE_FORMS}", name=name)
     start, stop = _number(m["start"], name, item), _number(m["stop"], name, item)
     op, step = m["op"] or "+", _number(m["step"] or "1", name, item)
     if start > stop:
@@ -213,7 +292,7 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
     of ``units``, in that unit (a catalog entry may declare a cell in another)."""
     grid = sweep.grid_size
     for spec in sweep.specs():
-        scenario = load(spec)
+        scenario = sweep.scenario(spec)
         chosen = [pl.lit(v, dtype=pl.String).alias(k)
                   for k, v in export.choices(scenario).items()]
         scale = _rescale(scenario.sheet, units)
@@ -278,7 +357,7 @@ def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
 
 def selected_units(sweep: Sweep, only: Sequence[str] | None = None) -> dict[str, str]:
     """The cell columns to write (``only``, or every cell), each with its unit."""
-    units = cell_units(sweep, load(sweep.spec).sheet)
+    units = cell_units(sweep, sweep.scenario(next(sweep.specs())).sheet)
     if only is None:
         return units
     for name in only:

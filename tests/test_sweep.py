@@ -7,6 +7,8 @@ import io
 import itertools
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +70,15 @@ def test_axis_values(text, values, default_sheet):
     ("concurrency", InputError, "--axis expects NAME=V1,V2"),
     ("concurrency=floor(max_concurrency_paged)", InputError, "must be numbers"),
     ("hbm_bandwidth=3 s", PerfgraphError, "TB/s"),
+    ("concurrency=1..10:", InputError, "malformed range '1..10:': expected START..STOP"),
+    ("concurrency=..5", InputError, "malformed range '..5'"),
+    ("concurrency=1..", InputError, "malformed range '1..'"),
+    ("concurrency=1...5", InputError, "malformed range '1...5'"),
+    ("concurrency=1..4..8", InputError, "malformed range '1..4..8'"),
+    ("concurrency=1..8:y2", InputError, "START..STOP:xFACTOR or START..STOP:+STEP"),
+    ("concurrency=1..8:x", InputError, "malformed range '1..8:x'"),
+    ("concurrency=1.2.3", InputError, "malformed value '1.2.3': expected a number"),
+    ("concurrency=2, 1/2", InputError, "malformed value '1/2'"),
 ])
 def test_bad_axis_says_what_is_wrong(text, error, says, default_sheet):
     with pytest.raises(error, match=None) as caught:
@@ -260,6 +271,79 @@ def test_a_combination_that_fails_part_way_leaves_nothing_behind(tmp_path, capsy
     assert [p.name for p in tmp_path.iterdir()] == ["fp4.parquet"]
 
 
+def test_a_combination_that_cannot_load_is_found_before_any_row(capsys):
+    code = main(["sweep", "--axis", "hardware=b200,a100-80gb", "--axis", "precision=fp4",
+                 "--axis", "tp=1,2", "--only", "itl"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""  # no b200 rows first
+    assert err.startswith("perfgraph: error: the sweep's combination hardware=a100-80gb, "
+                          "precision=fp4 cannot load: ")
+    assert "has no dense fp4 figure" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("models", [["deepseek-v3", "llama-3.1-70b"],
+                                    ["llama-3.1-70b", "deepseek-v3"]])
+def test_a_combination_without_a_cell_axis_is_named(models):
+    with pytest.raises(InputError) as caught:
+        sweep.plan(ScenarioSpec(model="deepseek-v3"),
+                   ["kv_lora_rank=256,512", f"model={','.join(models)}"])
+    assert "the sweep's combination model=llama-3.1-70b has no cell named 'kv_lora_rank'" \
+        in str(caught.value)
+
+
+def test_plan_keeps_the_scenarios_it_loaded():
+    plan = sweep.plan(ScenarioSpec(), ["hardware=h100-sxm,h200", "tp=1,2"])
+    assert set(plan.loaded) == set(plan.specs())
+    assert [label for label, _ in plan.combinations()] == ["hardware=h100-sxm",
+                                                           "hardware=h200"]
+
+
+# ------------------------------------------------------------------ output file and format
+def test_a_csv_out_gets_csv_and_other_names_parquet(tmp_path, capsys):
+    assert main(["sweep", "--axis", "tp=1,2", "--only", "tp,itl", "--out",
+                 str(tmp_path / "x.csv")]) == 0
+    lines = (tmp_path / "x.csv").read_text().splitlines()
+    assert lines[0] == "model,hardware,workload,precision,tp,itl" and len(lines) == 3
+    assert main(["sweep", "--axis", "tp=1,2", "--only", "itl", "--out",
+                 str(tmp_path / "x.data")]) == 0
+    assert pl.read_parquet(tmp_path / "x.data").height == 2
+    assert main(["sweep", "--axis", "tp=1,2", "--only", "itl", "--format", "csv", "--out",
+                 str(tmp_path / "y.txt")]) == 0
+    assert (tmp_path / "y.txt").read_text().startswith("model,")
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["sweep", "--axis", "tp=1,2", "--format", "csv", "--out", "s.parquet"],
+     "--format csv does not match --out s.parquet"),
+    (["sweep", "--axis", "tp=1,2", "--format", "parquet", "--out", "s.csv"],
+     "--format parquet does not match --out s.csv"),
+    (["sweep", "--axis", "tp=1,2", "--out", "s.json"], "it writes parquet or csv"),
+    (["sweep", "--axis", "tp=1,2", "--out", ""], "--out needs a file name"),
+    (["sweep", "--axis", "tp=1,2", "--format", "parquet"], "needs --out"),
+    (["eval", "--format", "json", "--out", "e.parquet"],
+     "--format json does not match --out e.parquet"),
+    (["eval", "--format", "parquet", "--out", "e.csv"], "does not match --out e.csv"),
+    (["eval", "--out", ""], "--out needs a file name"),
+])
+def test_out_and_format_that_disagree_are_refused(argv, says, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and says in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_eval_out_takes_the_format_from_the_suffix(tmp_path, capsys):
+    assert main(["eval", "--only", "itl", "--out", str(tmp_path / "e.parquet")]) == 0
+    assert pl.read_parquet(tmp_path / "e.parquet").columns[-1] == "itl"
+    assert main(["eval", "--only", "itl", "--out", str(tmp_path / "e.json")]) == 0
+    assert "itl" in json.loads((tmp_path / "e.json").read_text())["quantities"]
+    assert main(["eval", "--only", "itl", "--out", str(tmp_path / "e.txt")]) == 0
+    assert (tmp_path / "e.txt").read_text().startswith("Llama 3.1 70B")
+    assert capsys.readouterr().out == ""
+
+
 def test_progress_bar_draws_once_the_sweep_takes_a_moment():
     stream = io.StringIO()
     bar = ProgressBar(1000, stream, delay=0)
@@ -303,3 +387,17 @@ def test_eval_parquet_marks_failed_cells_nan(tmp_path):
 def test_eval_parquet_needs_out(capsys):
     assert main(["eval", "--format", "parquet"]) == 2
     assert "--format parquet needs --out" in capsys.readouterr().err
+
+
+def imported(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    return set(done.stdout.split())
+
+
+def test_eval_without_parquet_never_imports_polars():
+    quiet = "import contextlib, io\nfrom perfgraph.cli import main\n"
+    assert "polars" not in imported(
+        f"{quiet}with contextlib.redirect_stdout(io.StringIO()): main(['eval'])")
+    assert "polars" not in imported("import perfgraph.commands.evaluate, perfgraph.export")

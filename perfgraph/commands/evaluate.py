@@ -1,4 +1,9 @@
-"""``perfgraph eval``: evaluate a scenario and print every cell (or some)."""
+"""``perfgraph eval``: evaluate a scenario and print every cell (or some).
+
+With ``--out FILE`` and no ``--format`` the file's suffix picks the format (``.parquet``,
+``.json``, ``.csv``, ``.md``; any other is a table); a ``--format`` the suffix contradicts is
+refused. ``perfgraph.export`` imports Polars only when Parquet is written.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +23,19 @@ from perfgraph.explain import cell_view
 from perfgraph.render import render
 from perfgraph.scenario import Scenario
 
+OUT_FORMATS = (*FORMATS, "parquet")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
                        description="Evaluate a scenario and print every cell, grouped.")
     add_scenario_options(p)
-    add_format_option(p, (*FORMATS, "parquet"))
+    add_format_option(p, OUT_FORMATS)
+    p.set_defaults(format=None)  # None: from --out's suffix, else table
     p.add_argument("--out", "-o", metavar="FILE",
-                   help="write to FILE instead of stdout (needed for parquet: one row, "
-                        "every cell a column, units in the file's metadata)")
+                   help="write to FILE instead of stdout, in the format its suffix names "
+                        "(.parquet: one row, every cell a column, units in the file's "
+                        "metadata; .json, .csv, .md; any other: --format, else a table)")
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="print only these cells (comma-separated)")
     p.add_argument("--group", "-g", action="append", default=[],
@@ -53,18 +62,19 @@ def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    fmt = export.output_format(args.out, args.format, OUT_FORMATS, "table")
+    if fmt == "parquet" and args.out is None:
+        raise InputError("--format parquet needs --out FILE.parquet")
     scenario = load_scenario(args)
     names = selected(scenario, args.only, args.group)
-    if args.format == "parquet":
-        if not args.out:
-            raise InputError("--format parquet needs --out FILE.parquet")
+    if fmt == "parquet":
         export.write_scenario(args.out, scenario, names)
         return 0
     cells = [cell_view(scenario.sheet, n) for n in names]
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
                           "precision": scenario.precision}}
-    text = render(cells, args.format, title(scenario), **extra)
+    text = render(cells, fmt, title(scenario), **extra)
     if args.out:
         write_text_atomic(args.out, text)
         return 0

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
-from perfgraph import sweep
+from perfgraph import export, sweep
+from perfgraph.atomic import write_atomic
 from perfgraph.commands.options import add_scenario_options, spec_from_args
 from perfgraph.display import number
+from perfgraph.errors import InputError
+
+FORMATS = ("parquet", "csv")
 
 EPILOG = """\
 axes:
@@ -34,7 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--axis", "-a", action="append", default=[], required=True,
                    metavar="NAME=VALUES", help="an axis to sweep (repeatable)")
     p.add_argument("--out", "-o", metavar="FILE.parquet",
-                   help="write Parquet here (default: CSV on stdout)")
+                   help="write here: Parquet, or CSV for a .csv file (default: CSV on "
+                        "stdout)")
+    p.add_argument("--format", "-f", choices=FORMATS, default=None,
+                   help="parquet or csv (default: from --out's suffix; Parquet for a file "
+                        "of any other name, CSV on stdout)")
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="write only these cells (comma-separated; default: every cell)")
     p.set_defaults(func=run)
@@ -70,12 +79,24 @@ class ProgressBar:
             self.stream.flush()
 
 
+def _csv_file(plan: sweep.Sweep, path: Path, only: list[str] | None) -> None:
+    with path.open("w", encoding="utf-8", newline="") as stream:
+        sweep.write_csv(plan, stream, only)
+
+
 def run(args: argparse.Namespace) -> int:
+    fmt = export.output_format(args.out, args.format, FORMATS, "csv", "parquet")
+    if fmt == "parquet" and args.out is None:
+        raise InputError("--format parquet needs --out FILE.parquet")
     spec = spec_from_args(args)
     plan = sweep.plan(spec, args.axis)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
-    if not args.out:
+    if args.out is None:
         sweep.write_csv(plan, sys.stdout, only)
+        return 0
+    if fmt == "csv":
+        write_atomic(args.out, lambda tmp: _csv_file(plan, tmp, only))
+        print(f"wrote {plan.points:,} rows to {args.out}", file=sys.stderr)
         return 0
     bar = ProgressBar(plan.points, sys.stderr) if sys.stderr.isatty() else None
     try:
