@@ -77,6 +77,11 @@ class Declaration:
         if self.value is not None:
             self._check_value(self.value)
 
+    def check_value(self, value: float) -> None:
+        """Refuse ``value`` (in the declared unit) if this input cannot hold it: a
+        DeclarationError naming the cell, the value and what it can hold."""
+        replace(self, origin=None)._check_value(value)
+
     def _check_value(self, value: float) -> None:
         """Refuse a value this input cannot hold, saying what it can."""
         if not math.isfinite(value):

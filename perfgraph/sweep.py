@@ -203,6 +203,13 @@ def parse_axis(text: str, sheet: Sheet | None) -> Axis:
     for part in parts:
         values.extend(_range(part, name) if ".." in part else [_value(sheet, name, part)])
         check_size(len(values))
+    decl = sheet.declaration(name)
+    if decl.is_input:  # what --set would refuse, an axis refuses too (tp=0, a 1.5 fraction)
+        for value in values:
+            try:
+                decl.check_value(value)
+            except PerfgraphError as exc:
+                raise InputError(f"axis {text!r}: {exc.message}", name=name) from None
     return Axis(name, tuple(values))
 
 

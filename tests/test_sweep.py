@@ -401,3 +401,16 @@ def test_eval_without_parquet_never_imports_polars():
     assert "polars" not in imported(
         f"{quiet}with contextlib.redirect_stdout(io.StringIO()): main(['eval'])")
     assert "polars" not in imported("import perfgraph.commands.evaluate, perfgraph.export")
+
+
+@pytest.mark.parametrize(("axis", "expected"), [
+    ("tp=0,1", "tp: axis 'tp=0,1': 0 is out of range: expected a whole number of at least 1"),
+    ("gpu_memory_utilization=0.5..1.5:+0.5", "1.5 is out of range: expected a fraction above "
+                                             "0 and at most 1"),
+    ("chunked_prefill=0,2", "2 is out of range: expected on or off"),
+])
+def test_an_axis_value_an_input_cannot_hold_is_refused(capsys, axis, expected) -> None:
+    # what --set refuses, an axis refuses: the sweep never evaluates a TP of 0
+    assert main(["sweep", "--axis", axis, "--only", "itl"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1
