@@ -14,6 +14,7 @@ import builtins
 import math
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -90,6 +91,9 @@ class Sheet:
         except nx.NetworkXNoCycle:
             return
         members = [u for u, _ in cycle]
+        # blame the member a user set (--set, a scenario, a catalog), not a shipped sheet
+        start = next((i for i, m in enumerate(members) if not _from_sheets(self._decls[m])), 0)
+        members = members[start:] + members[:start]
         decl = self._decls[members[0]]
         raise CycleError("formulas form a cycle: " + " → ".join([*members, members[0]]),
                          file=decl.origin.file if decl.origin else None,
@@ -324,6 +328,16 @@ class Sheet:
                     nan_rows += v * 0.0
                 value = value + nan_rows
         return _nan_for_inf(value)
+
+
+#: The shipped formula sheets: a cycle is blamed on a cell set elsewhere when it can be.
+_SHEETS = Path(__file__).resolve().parent / "quantities"
+
+
+def _from_sheets(decl: Declaration) -> bool:
+    if decl.origin is None or not decl.origin.file:
+        return False
+    return Path(decl.origin.file).resolve().parent == _SHEETS
 
 
 def _nan_for_inf(column: np.ndarray) -> np.ndarray:

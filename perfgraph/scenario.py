@@ -86,12 +86,20 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     file_entry = _scenario_file(spec.file) if spec.file else None
     chosen = {kind: getattr(spec, kind) or _from_file(file_entry, kind) or DEFAULTS[kind]
               for kind in DEFAULTS}
+    chosen["precision"] = str(chosen["precision"]).lower()  # FP8 is fp8
     entries = {kind: _catalog_entry(file_entry, kind, chosen[kind])
                for kind in ("hardware", "model", "workload")}
     decls = dict(_sheet_declarations())
     for kind in ("hardware", "model", "workload"):
         _apply(decls, entries[kind])
-    _apply_precision(decls, entries["hardware"], chosen["precision"])
+    try:
+        _apply_precision(decls, entries["hardware"], chosen["precision"])
+    except CatalogError as exc:
+        if file_entry is not None and spec.precision is None and _from_file(
+                file_entry, "precision"):
+            raise exc.located(file=file_entry.path, line=file_entry.doc.line("precision")) \
+                from None
+        raise
     calibration = _overlay_file(spec.calibration) if spec.calibration else None
     if calibration is not None:
         _apply(decls, calibration)
@@ -116,6 +124,8 @@ def _catalog_entry(file_entry: Entry | None, kind: str, name: str) -> Entry:
 
 
 def _scenario_file(path: str) -> Entry:
+    if Path(path).is_dir():
+        raise CatalogError("a folder, not a scenario file", file=path)
     if not Path(path).is_file():
         raise CatalogError(f"no such scenario file: {path}", file=path)
     entry = Entry("scenario", tomlfile.read(path))

@@ -204,3 +204,31 @@ def test_import_model_writes_a_catalog_file(tmp_path: Path,
     bad.write_text('{"hidden_size": 4096,')
     code, _, err = run(capsys, "import-model", str(bad))
     assert code == 2 and "not valid JSON" in err and "bad.json:1" in err
+
+
+def test_a_cycle_made_by_a_set_is_blamed_on_the_set(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--set", "decode_step_time=itl"]) == 2
+    assert capsys.readouterr().err == ("perfgraph: error: --set: formulas form a cycle: "
+                                       "decode_step_time → itl → decode_step_time\n")
+
+
+def test_a_scenario_files_unknown_precision_names_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "u.toml"
+    scenario.write_text('# mine\nprecision = "fp2"\n')
+    assert main(["eval", str(scenario)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfgraph: error: {scenario}:2: precision: unknown precision "
+                          "'fp2' (did you mean")
+
+
+def test_precision_names_are_not_case_sensitive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--precision", "FP8", "--only", "weight_bytes"]) == 0
+    assert "1 B" in capsys.readouterr().out
+
+
+def test_a_folder_is_not_a_scenario_file(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"perfgraph: error: {tmp_path}: a folder, not a " \
+                                      "scenario file\n"
