@@ -232,3 +232,11 @@ def test_a_folder_is_not_a_scenario_file(tmp_path: Path,
     assert main(["eval", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"perfgraph: error: {tmp_path}: a folder, not a " \
                                       "scenario file\n"
+
+
+def test_the_title_names_the_scenario_file(capsys: pytest.CaptureFixture[str]) -> None:
+    # a workload file given as the scenario sets ISL 8192: the title must not read as 1k/1k
+    root = Path(__file__).resolve().parent.parent
+    assert main(["levers", str(root / "workloads" / "long-prompt-8k1k.toml")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(" · scenario Long prompt, 8k in / 1k out")
