@@ -358,3 +358,12 @@ def test_unchanged_watched_cells_are_printed_as_unchanged(capsys) -> None:
 
 def v(sc: Scenario, name: str, unit: str | None = None) -> float:
     return sc.sheet.magnitude(name, unit)
+
+
+def test_no_decode_advice_with_nothing_in_flight() -> None:
+    # concurrency 0 (tests/data/good/divide-by-zero.toml): no decode step to be memory-bound
+    sc = from_file("divide-by-zero.toml")
+    assert v(sc, "concurrency") == 0
+    held = set(ids(sc))
+    assert not held & {"decode_memory_bound", "kv_dominates_decode", "mbu_low"}
+    assert "spec_decode" not in {a.lever.id for a in levers.diagnose(sc.sheet)}
