@@ -84,9 +84,10 @@ class MovedResult:
     @property
     def change(self) -> float:
         """Relative size of the change; infinite when a value appears, fails or leaves 0."""
-        if self.delta is None or self.old == 0:
+        delta, old = self.delta, self.old
+        if delta is None or old is None or old == 0:  # delta is None whenever old is
             return math.inf
-        return abs(self.delta) / abs(self.old)
+        return abs(delta) / abs(old)
 
     @property
     def size(self) -> float:

@@ -23,7 +23,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from perfgraph.atomic import INTERRUPTS, write_atomic
 from perfgraph.catalog import KINDS, catalog_dir
@@ -33,10 +33,11 @@ from perfgraph.scenario import Scenario
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 
 UNITS_KEY = "perfgraph.units"
 #: Fast to write; constant columns (most of a sweep's) shrink to almost nothing.
-COMPRESSION = "lz4"
+COMPRESSION: Final = "lz4"  # Final keeps the Literal that sink_parquet wants
 #: The columns naming the catalog choices of each row, before the cells.
 CHOICE_COLUMNS = (*KINDS, "precision")
 
@@ -168,7 +169,7 @@ def _source(frames: Frames) -> Callable[..., Iterator[pl.DataFrame]]:
 
 
 def _arrow_schema(columns: Mapping[str, pl.DataType], column_units: Mapping[str, str],
-                  metadata: Mapping[str, str]) -> object | None:
+                  metadata: Mapping[str, str]) -> pa.Schema | None:
     """The Arrow schema with units in schema and field metadata, when pyarrow is here."""
     try:
         import pyarrow as pa

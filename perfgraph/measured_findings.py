@@ -87,8 +87,9 @@ def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison]
 
 
 def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
-    if m is None or m.ratio is None or m.ratio < QUEUED_TTFT_FACTOR \
-            or m.measured < QUEUED_TTFT_FLOOR_MS:  # type: ignore[operator]
+    # ratio is None whenever measured or modelled is; the explicit checks narrow for mypy
+    if m is None or m.measured is None or m.modelled is None or m.ratio is None \
+            or m.ratio < QUEUED_TTFT_FACTOR or m.measured < QUEUED_TTFT_FLOOR_MS:
         return None
     return _finding("queued", f"TTFT {quantity(m.measured, 'ms')} is {m.ratio:.0f}× the "
                     f"roofline prefill ({quantity(m.modelled, 'ms')}) at concurrency "

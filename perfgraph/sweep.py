@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 import polars as pl
@@ -96,7 +96,8 @@ class Sweep:
         (empty without catalog axes) and its scenario."""
         names = [a.name for a in self.catalog_axes]
         for combo in itertools.product(*(a.values for a in self.catalog_axes)):
-            chosen = dict(zip(names, combo, strict=True))
+            # catalog axes hold names; Any because the keys (spec fields) are only known at run time
+            chosen: dict[str, Any] = dict(zip(names, combo, strict=True))
             label = ", ".join(f"{k}={v}" for k, v in chosen.items())
             yield label, replace(self.spec, **chosen)
 

@@ -67,7 +67,9 @@ class InferenceMaxRowsAdapter(Adapter):
 
     def detect(self, doc: Document) -> bool:
         record = first_record(doc)
-        return bool(record) and {"Hardware", "TTFT (ms)", "TPUT per GPU"} <= set(record)
+        if not record:
+            return False
+        return {"Hardware", "TTFT (ms)", "TPUT per GPU"} <= set(record)
 
     def prepare(self, doc: Document, ctx: Context) -> dict:
         lengths = None
@@ -183,7 +185,9 @@ class InferenceMaxAggAdapter(Adapter):
 
     def detect(self, doc: Document) -> bool:
         record = first_record(doc)
-        return bool(record) and {"hw", "conc", "tput_per_gpu"} <= set(record)
+        if not record:
+            return False
+        return {"hw", "conc", "tput_per_gpu"} <= set(record)
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         notes: list[str] = []

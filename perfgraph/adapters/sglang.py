@@ -40,9 +40,10 @@ DEFINITIONS = {
 
 
 def looks_like_sglang(record: Mapping | None) -> bool:
+    if not record:
+        return False
     return (
-        bool(record)
-        and "completed" in record
+        "completed" in record
         and "duration" in record
         and (
             "total_output_tokens_retokenized" in record

@@ -53,9 +53,10 @@ DEFINITIONS = {
 
 
 def _is_vllm(record: dict | None) -> bool:
+    if not record:
+        return False
     return (
-        bool(record)
-        and "completed" in record
+        "completed" in record
         and "duration" in record
         and not looks_like_sglang(record)
         and any(k.endswith(("_ttft_ms", "_tpot_ms", "_e2el_ms")) for k in record)
@@ -76,7 +77,7 @@ class VllmAdapter(Adapter):
 
     def detect(self, doc: Document) -> bool:
         record = first_record(doc)
-        return _is_vllm(record) and _is_current(record) != self.legacy
+        return record is not None and _is_vllm(record) and _is_current(record) != self.legacy
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         completed = completed_count(record, "completed")
@@ -163,7 +164,8 @@ def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
     outs, ttfts = record.get("output_lens"), record.get("ttfts")
     if not isinstance(outs, list) or not isinstance(ttfts, list):
         return
-    errors = record.get("errors") if isinstance(record.get("errors"), list) else [""] * len(outs)
+    raw_errors = record.get("errors")
+    errors = raw_errors if isinstance(raw_errors, list) else [""] * len(outs)
     if not len(outs) == len(ttfts) == len(errors):
         notes.append("per-request arrays differ in length; not used")
         return

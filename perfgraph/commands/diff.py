@@ -155,7 +155,10 @@ def agree(base: Side, head: Side) -> None:
 
 
 def _spec(common: ScenarioSpec, path: str, kind: str) -> ScenarioSpec:
-    return replace(common, file=path) if kind == "scenario" else replace(common, **{kind: path})
+    if kind == "scenario":
+        return replace(common, file=path)
+    override: dict[str, Any] = {kind: path}  # kind names a str field; mypy cannot see which
+    return replace(common, **override)
 
 
 def referenced(side: Side) -> list[str]:
