@@ -26,7 +26,7 @@ from perfgraph.errors import (
     UnitError,
 )
 from perfgraph.formula import Formula, parse
-from perfgraph.units import Dims, parse_quantity, reads_as_quantity
+from perfgraph.units import Dims, parse_quantity, reads_as_quantity, units_read_as
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ def interpret(decl: Declaration, raw: object) -> Assignment:
 
 def _interpret(decl: Declaration, raw: object) -> Assignment:
     if isinstance(raw, bool):
+        if not decl.flag:
+            raise InputError("true/false is for on/off cells; this one is a number"
+                             + (f" in {decl.unit}" if decl.unit else ""))
         return Assignment(value=1.0 if raw else 0.0, flag=True)
     if isinstance(raw, (int, float)):
         return Assignment(value=_finite(float(raw)))
@@ -104,9 +107,11 @@ def _convert(decl: Declaration, canonical: float, dims: Dims, text: str, *,
     if bare:
         return _finite(canonical)
     if dims != target.dims:
+        read = units_read_as(text)
+        reading = f" (its units read as {read})" if read else ""
         raise DimensionError(
-            f"{text!r} is {dims}, but the cell is declared in {decl.unit or 'dimensionless'} "
-            f"({target.dims})")
+            f"{text!r} is {dims}{reading}, but the cell is declared in "
+            f"{decl.unit or 'dimensionless'} ({target.dims})")
     return _finite(canonical / target.factor)
 
 

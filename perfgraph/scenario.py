@@ -18,7 +18,13 @@ from perfgraph import tomlfile
 from perfgraph.assign import interpret
 from perfgraph.catalog import Entry, cell_declaration, check_keys, load_entry, load_sheets
 from perfgraph.declarations import Declaration, Origin
-from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
+from perfgraph.errors import (
+    CatalogError,
+    DeclarationError,
+    InputError,
+    PerfgraphError,
+    UnknownNameError,
+)
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.graph import Sheet
 
@@ -107,10 +113,27 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
         _apply(decls, file_entry)
     for name, raw in spec.sets:
         _assign(decls, name, raw, Origin("--set"))
+    _check_complete(decls, entries, file_entry)
     sheet = Sheet(decls.values())
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
                     precision=chosen["precision"], file=file_entry, calibration=calibration)
+
+
+def _check_complete(decls: dict[str, Declaration], entries: dict[str, Entry],
+                    file_entry: Entry | None) -> None:
+    """Every input holds a value once all layers apply: a catalog file that leaves one out
+    (a model without n_kv_heads) is refused here, naming the file, not left as #ERR."""
+    missing = [d for d in decls.values() if d.is_input and d.value is None]
+    if not missing:
+        return
+    kind = missing[0].group if missing[0].group in entries else None
+    names = ", ".join(d.name for d in missing if kind is None or d.group == kind)
+    if kind is None:
+        raise DeclarationError(f"no value for {names}: set it in the scenario or with --set",
+                               file=file_entry.path if file_entry else None)
+    raise DeclarationError(f"does not set {names}: a {kind} file must give each of its "
+                           "inputs a value (or --set it)", file=entries[kind].path)
 
 
 def _catalog_entry(file_entry: Entry | None, kind: str, name: str) -> Entry:

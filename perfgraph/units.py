@@ -18,7 +18,7 @@ from typing import Any
 
 import pint
 
-from perfgraph.errors import UnitError
+from perfgraph.errors import PerfgraphError, UnitError
 
 
 def _definitions() -> str:
@@ -359,6 +359,18 @@ def parse_quantity(text: str) -> tuple[float, Dims]:
 
 @lru_cache(maxsize=1024)
 def _parse_quantity(text: str) -> tuple[float, Dims]:
+    number, vetted = _vetted(text)
+    declared = unit(vetted)
+    value = number * declared.factor
+    if not math.isfinite(value):
+        raise UnitError(f"cannot read {text!r}: the number is too large; "
+                        f"{EXPECTED_QUANTITY}", unit=text)
+    return value, declared.dims
+
+
+def _vetted(text: str) -> tuple[float, str]:
+    """The number of a quantity and its unit expression, checked against the grammar and
+    the registry (UnitError otherwise): only such an expression ever reaches Pint."""
     if len(text) > MAX_QUANTITY_LENGTH:
         raise UnitError(f"cannot read {text[:40]!r}…: longer than {MAX_QUANTITY_LENGTH} "
                         f"characters; {EXPECTED_QUANTITY}", unit=text)
@@ -384,9 +396,14 @@ def _parse_quantity(text: str) -> tuple[float, Dims]:
         raise UnitError(f"cannot read {text!r}: unknown unit "
                         f"{', '.join(repr(u) for u in unknown)}; {EXPECTED_QUANTITY}",
                         unit=text, unknown=tuple(unknown))
-    declared = unit(vetted)
-    value = float(number.group(1)) * declared.factor
-    if not math.isfinite(value):
-        raise UnitError(f"cannot read {text!r}: the number is too large; "
-                        f"{EXPECTED_QUANTITY}", unit=text)
-    return value, declared.dims
+    return float(number.group(1)), vetted
+
+
+def units_read_as(text: str) -> str | None:
+    """How Pint names the units of a quantity that reads (``"8k"`` → ``boltzmann_constant``,
+    ``"400 Gb/s"`` → ``gilbert / second``), for messages; None if it does not read."""
+    try:
+        vetted = _vetted(text)[1]
+        return str(ureg.Unit(vetted)) if vetted else None
+    except (PerfgraphError, pint.PintError, ValueError, TypeError, AttributeError):
+        return None

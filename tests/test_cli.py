@@ -141,6 +141,10 @@ BAD_CASES = [
                           "expected a number and a unit"]),
     ("quoted-power.toml", ["quoted-power.toml:4", "huge_bandwidth",
                            "a number raised to a power"]),
+    ("incomplete-model.toml", ["models/incomplete.toml: does not set n_active_params, "
+                               "n_kv_heads: a model file must give each of its inputs a value"]),
+    ("bool-for-number.toml", ["bool-for-number.toml:3", "hbm_bandwidth",
+                              "true/false is for on/off cells; this one is a number in TB/s"]),
 ]
 
 
@@ -163,6 +167,10 @@ def test_every_bad_fixture_has_a_case() -> None:
     (["eval", "--set", "concurency=3"], "did you mean 'concurrency'"),
     (["eval", "--set", "isl"], "NAME=VALUE"),
     (["eval", "--set", "isl=3 GB"], "declared in token"),
+    # shorthand Pint reads as physics: say how it read it
+    (["eval", "--set", "isl=8k"], "(its units read as boltzmann_constant), but the cell is "
+                                  "declared in token"),
+    (["eval", "--set", "network_bandwidth=400 Gb/s"], "(its units read as gilbert / second)"),
     (["eval", "--hardware", "h1000"], "known: a100-80gb"),
     (["eval", "--precision", "fp2"], "known: bf16, fp8, int8, fp4"),
     (["eval", "--precision", "fp4", "--hardware", "h100-sxm"], "no dense fp4"),
