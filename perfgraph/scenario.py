@@ -67,6 +67,17 @@ class Scenario:
                 "workload": self.workload}[kind].doc.path if kind != "precision" \
             else self.precision
 
+    @property
+    def title(self) -> str:
+        """``model · precision · hardware · workload``, and the scenario file, which may
+        change any of them (a workload file given as the scenario sets its ISL and OSL)."""
+        text = (f"{self.model.title} · {self.precision} · {self.hardware.title} · "
+                f"{self.workload.title}")
+        if self.file is not None:
+            name = self.file.doc.data.get("name")
+            text += f" · scenario {name if isinstance(name, str) else Path(self.file.path).name}"
+        return text
+
 
 @lru_cache(maxsize=1)
 def _sheet_declarations() -> dict[str, Declaration]:

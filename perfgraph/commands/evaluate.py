@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from perfgraph import export
 from perfgraph.atomic import write_text_atomic
@@ -45,15 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def title(scenario: Scenario) -> str:
-    """``model · precision · hardware · workload``, and the scenario file, which may change
-    any of them (a workload file given as the scenario sets its ISL and OSL)."""
-    text = (f"{scenario.model.title} · {scenario.precision} · {scenario.hardware.title} · "
-            f"{scenario.workload.title}")
-    if scenario.file is not None:
-        data = scenario.file.doc.data
-        name = data.get("name") if isinstance(data.get("name"), str) else None
-        text += f" · scenario {name or Path(scenario.file.path).name}"
-    return text
+    return scenario.title
 
 
 def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[str]:

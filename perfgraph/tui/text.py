@@ -126,8 +126,7 @@ def headline(session: Session) -> Text:
 
 
 def title(session: Session) -> str:
-    sc = session.scenario
-    return f"{sc.model.title} · {sc.precision} · {sc.hardware.title} · {sc.workload.title}"
+    return session.scenario.title
 
 
 def ratio_text(ratio: float | None) -> str:
