@@ -61,6 +61,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser with every command, or only ``command``'s when it names one."""
     parser = _Parser(prog="perfgraph",
                      description="A spreadsheet-style model of LLM inference performance.")
+    parser.add_argument("--version", action="version",
+                        version=f"perfgraph {importlib.import_module('perfgraph').__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     wanted = [command] if command in COMMANDS else list(COMMANDS)

@@ -248,3 +248,19 @@ def test_the_title_names_the_scenario_file(capsys: pytest.CaptureFixture[str]) -
     assert main(["levers", str(root / "workloads" / "long-prompt-8k1k.toml")]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith(" · scenario Long prompt, 8k in / 1k out")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == "perfgraph 0.1.0\n"
+
+
+def test_levers_json_names_the_scenario_as_eval_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["levers", "--format", "json"]) == 0
+    levers_scenario = json.loads(capsys.readouterr().out)["scenario"]
+    assert main(["eval", "--format", "json"]) == 0
+    assert levers_scenario == json.loads(capsys.readouterr().out)["scenario"] == {
+        "model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
+        "precision": "fp8"}

@@ -116,9 +116,9 @@ def run(args: argparse.Namespace) -> int:
     advice = diagnose(sheet, book)
     heading = title(scenario)
     if args.format == "json":
-        text = as_json(held, advice, scenario={
-            "model": scenario.model.path, "hardware": scenario.hardware.path,
-            "workload": scenario.workload.path, "precision": scenario.precision})
+        text = as_json(held, advice, scenario={  # as perfgraph eval --format json names them
+            "model": scenario.model.slug, "hardware": scenario.hardware.slug,
+            "workload": scenario.workload.slug, "precision": scenario.precision})
     elif args.format == "markdown":
         text = as_markdown(sheet, held, advice, heading)
     else:
