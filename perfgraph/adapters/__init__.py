@@ -119,10 +119,9 @@ def _adapter(doc) -> Adapter:
                 return adapter
         except Exception:  # noqa: BLE001, S112 - odd content: this format does not match
             continue
-    known = "\n".join(f"  {name}: {reads}" for name, reads in FORMATS.items())
     raise UnknownFormatError(
-        f"{doc.source}: the {doc.kind.upper()} content matches no known measured-run format. "
-        f"Known formats:\n{known}"
+        f"{doc.source}: the {doc.kind.upper()} content matches no known measured-run format "
+        f"(known formats: {', '.join(FORMATS)})"
     )
 
 

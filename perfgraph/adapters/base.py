@@ -170,19 +170,6 @@ def number(record: Mapping, key: str, required: bool = True, allow_inf: bool = F
     return check_number(record[key], key, allow_inf)
 
 
-def load_of(record: Mapping) -> tuple[float | None, float | None]:
-    """(max_concurrency, request_rate) of a benchmark_serving record; a concurrency-bound run
-    sent at rate inf has no request pacing, so its rate is None."""
-    rate = number(record, "request_rate", required=False, allow_inf=True)
-    if rate == 0:
-        raise RunRefused("'request_rate' is 0: no request would ever be sent")
-    conc = record.get("max_concurrency")
-    conc = None if conc is None else concurrency_of(conc, "max_concurrency")
-    if conc is not None and rate is not None and math.isinf(rate):
-        rate = None
-    return conc, rate
-
-
 def positive(record: Mapping, key: str, what: str = "") -> float:
     """record[key], required, as a checked float above 0 (a duration, a token total)."""
     value = number(record, key)
@@ -313,28 +300,6 @@ def fmt_num(x: float) -> str:
     if math.isinf(x):
         return "inf"
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
-def length_note(kind: str, measured: float | None, configured: float | None, why: str = ""):
-    if measured is None or not configured or abs(measured / configured - 1) <= 0.05:
-        return None
-    return f"{kind}: measured mean {measured:.0f} vs configured {fmt_num(configured)}{why}"
-
-
-def lengths_note(isl: float | None, osl: float | None, isl_cfg: float | None,
-                 osl_cfg: float | None, why: str = "") -> str | None:
-    """One note for measured mean lengths more than 5% off the configured ones."""
-    parts = [n for n in (length_note("ISL", isl, isl_cfg), length_note("OSL", osl, osl_cfg)) if n]
-    return "; ".join(parts) + why if parts else None
-
-
-def pacing_note(rate: float | None, achieved: float | None) -> str | None:
-    if rate is None or math.isinf(rate) or achieved is None or achieved >= 0.9 * rate:
-        return None
-    return (
-        f"achieved {achieved:.2f} requests/s < 90% of the configured rate {fmt_num(rate)}: "
-        "the server did not keep up and requests queued"
-    )
 
 
 def make_label(prefix: str, run: Mapping[str, Any]) -> str:

@@ -14,41 +14,21 @@ from .base import (
     Context,
     Document,
     MeasuredRun,
-    build_run,
-    collect_stats,
-    completed_count,
     first_record,
     fmt_num,
-    in_flight,
-    lengths_note,
-    load_of,
     number,
-    pacing_note,
-    positive,
     put_rate,
 )
+from .serving import ServingRecord, definitions, has_totals
 
 _NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e_latency": "e2el"}
-DEFINITIONS = {
-    "ttft": "time to first token: request sent → first streamed chunk",
-    "tpot": "time per output token EXCLUDING the first: (latency − ttft)/(output tokens − 1) "
-    "per request",
-    "itl": "inter-token latency: gap between successive streamed chunks, pooled over all "
-    "requests (excludes the first token)",
-    "e2el": "end-to-end request latency: request sent → last chunk",
-}
+DEFINITIONS = definitions()
 
 
 def looks_like_sglang(record: Mapping | None) -> bool:
-    if not record:
-        return False
-    return (
-        "completed" in record
-        and "duration" in record
-        and (
-            "total_output_tokens_retokenized" in record
-            or any(k.endswith("_e2e_latency_ms") for k in record)
-        )
+    return has_totals(record) and (
+        "total_output_tokens_retokenized" in record
+        or any(k.endswith("_e2e_latency_ms") for k in record)
     )
 
 
@@ -63,50 +43,24 @@ class SGLangAdapter(Adapter):
         return looks_like_sglang(first_record(doc))
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
-        completed = completed_count(record, "completed")
-        duration = positive(record, "duration", what=" s: a run must last longer than 0 s")
-        total_in = positive(record, "total_input_tokens", what=": the requests had no prompt")
-        total_out = positive(record, "total_output_tokens",
-                             what=": the run produced no output tokens")
-        metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
-        notes: list[str] = []
-        caveats: list[str | None] = []
-        if "ttft" not in metrics and "ttft_median" in metrics:
-            caveats.append(
+        run = ServingRecord.read(record, _NAMES, DEFINITIONS)
+        if "ttft" not in run.metrics and "ttft_median" in run.metrics:
+            run.caveats.append(
                 "the file gives only the MEDIAN TTFT and ITL (old SGLang schema); "
                 "no mean TTFT/ITL/TPOT exists for this run"
             )
-        _throughputs(record, metrics, completed, duration, total_in, total_out, notes)
-        isl_cfg, osl_cfg, prefix = _configured(record, notes)
-        isl, osl = total_in / completed, total_out / completed
-        why = _range_why(record)
-        caveats.append(lengths_note(isl, osl, isl_cfg, osl_cfg, why))
-        conc, rate = load_of(record)
-        caveats.append(pacing_note(rate, metrics["request_throughput"].value))
+        _throughputs(record, run.metrics, run.completed, run.duration, run.total_in,
+                     run.total_out, run.notes)
+        isl_cfg, osl_cfg, prefix = _configured(record, run.notes)
+        run.check_lengths(isl_cfg, osl_cfg, _range_why(record))
+        run.check_load()
         if not {"model", "tp", "hardware"} <= set(ctx.values):
-            notes.append(
+            run.notes.append(
                 "SGLang bench_serving lines record no model, TP or GPU; give them with "
                 "overrides or a perfgraph.meta.toml sidecar"
             )
-        return build_run(
-            ctx,
-            self.format,
-            index,
-            metrics=metrics,
-            notes=notes,
-            caveats=caveats,
-            label_prefix=prefix,
-            concurrency_measured=in_flight(metrics),
-            model=record.get("model_id") or record.get("model"),
-            concurrency=conc,
-            request_rate=rate,
-            isl=isl,
-            osl=osl,
-            isl_configured=isl_cfg,
-            osl_configured=osl_cfg,
-            completed=completed,
-            duration_s=duration,
-        )
+        return run.build(ctx, self.format, index, label_prefix=prefix,
+                         model=record.get("model_id") or record.get("model"))
 
 
 def _throughputs(record, metrics, completed, duration, total_in, total_out, notes) -> None:

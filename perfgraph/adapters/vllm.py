@@ -23,41 +23,25 @@ from .base import (
     Document,
     MeasuredRun,
     RunRefused,
-    build_run,
     check_number,
-    collect_stats,
-    completed_count,
     first_record,
     hardware_slug,
-    in_flight,
-    lengths_note,
-    load_of,
     number,
-    pacing_note,
-    positive,
     put,
     put_rate,
     tp_of,
 )
+from .serving import ServingRecord, definitions, has_totals
 from .sglang import looks_like_sglang
 
 _NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2el", "latency": "e2el"}
-DEFINITIONS = {
-    "ttft": "time to first token: request sent → first streamed chunk",
-    "tpot": "time per output token EXCLUDING the first: (latency − ttft)/(output tokens − 1) "
-    "per request (requests with > 1 token), then averaged",
-    "itl": "inter-token latency: gap between successive streamed chunks, pooled over all "
-    "requests (excludes the first token; a chunk may carry several tokens)",
-    "e2el": "end-to-end request latency: request sent → last chunk",
-}
+DEFINITIONS = definitions(tpot_more=" (requests with > 1 token), then averaged",
+                          itl_more="; a chunk may carry several tokens")
 
 
 def _is_vllm(record: dict | None) -> bool:
-    if not record:
-        return False
     return (
-        "completed" in record
-        and "duration" in record
+        has_totals(record)
         and not looks_like_sglang(record)
         and any(k.endswith(("_ttft_ms", "_tpot_ms", "_e2el_ms")) for k in record)
     )
@@ -80,48 +64,26 @@ class VllmAdapter(Adapter):
         return record is not None and _is_vllm(record) and _is_current(record) != self.legacy
 
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
-        completed = completed_count(record, "completed")
-        duration = positive(record, "duration", what=" s: a run must last longer than 0 s")
-        total_in = positive(record, "total_input_tokens", what=": the requests had no prompt")
-        total_out = positive(record, "total_output_tokens",
-                             what=": the run produced no output tokens")
-        metrics = collect_stats(record, _NAMES, "_ms", 1.0, DEFINITIONS)
-        notes: list[str] = []
-        caveats: list[str | None] = []
-        self._throughputs(record, metrics, notes)
-        _per_request(record, metrics, caveats)
+        run = ServingRecord.read(record, _NAMES, DEFINITIONS)
+        self._throughputs(record, run.metrics, run.notes)
+        _per_request(record, run.metrics, run.caveats)
         failed = number(record, "failed", required=False)
         if failed:
-            caveats.append(f"{failed:g} requests failed and are excluded from every statistic")
-        conc, rate = load_of(record)
-        caveats.append(pacing_note(rate, metrics["request_throughput"].value))
-        isl_cfg = number(record, "random_input_len", required=False)
-        osl_cfg = number(record, "random_output_len", required=False)
-        isl, osl = total_in / completed, total_out / completed
-        caveats.append(lengths_note(isl, osl, isl_cfg, osl_cfg))
+            run.caveats.append(f"{failed:g} requests failed and are excluded from every statistic")
+        run.check_load()
+        run.check_lengths(number(record, "random_input_len", required=False),
+                          number(record, "random_output_len", required=False))
         tp = next((record[k] for k in ("tensor_parallel_size", "tp") if record.get(k) is not None),
                   None)
         precision = record.get("precision")  # not in upstream files; some harnesses add it
-        return build_run(
+        return run.build(
             ctx,
             self.format,
             index,
-            metrics=metrics,
-            notes=notes,
-            caveats=caveats,
             precision=str(precision) if precision else None,
-            concurrency_measured=in_flight(metrics),
             model=record.get("model_id"),
-            concurrency=conc,
-            request_rate=rate,
             hardware=hardware_slug(record.get("gpu") or record.get("hardware")),
             tp=tp_of(tp, "tensor_parallel_size") if tp is not None else None,
-            isl=isl,
-            osl=osl,
-            isl_configured=isl_cfg,
-            osl_configured=osl_cfg,
-            completed=completed,
-            duration_s=duration,
         )
 
     def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
