@@ -43,10 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def title(scenario: Scenario) -> str:
-    return scenario.title
-
-
 def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[str]:
     sheet = scenario.sheet
     names = sheet.names
@@ -73,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
                           "precision": scenario.precision}}
-    text = render(cells, fmt, title(scenario), **extra)
+    text = render(cells, fmt, scenario.title, **extra)
     if args.out:
         write_text_atomic(args.out, text)
         return 0

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from perfgraph.commands.evaluate import title
 from perfgraph.commands.options import add_format_option, add_scenario_options, load_scenario
 from perfgraph.display import number, quantity
 from perfgraph.graph import Sheet
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     sheet = scenario.sheet
     held = symptoms(sheet, book)
     advice = diagnose(sheet, book)
-    heading = title(scenario)
+    heading = scenario.title
     if args.format == "json":
         text = as_json(held, advice, scenario={  # as perfgraph eval --format json names them
             "model": scenario.model.slug, "hardware": scenario.hardware.slug,

@@ -27,7 +27,7 @@ from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
 from perfgraph.tui.session import Session
-from perfgraph.tui.text import headline, short_path, title, value_text
+from perfgraph.tui.text import headline, short_path, value_text
 from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.explain_panel import ExplainPanel
@@ -90,7 +90,7 @@ class PerfgraphApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = title(self.session)
+        self.sub_title = self.session.scenario.title
         table = self.query_one(CellTable)
         table.focus()
         start = self.start_cell if self.start_cell in self.session.sheet.names \
@@ -119,7 +119,7 @@ class PerfgraphApp(App[None]):
         if summary != self._summary:
             self._summary = summary
             self.query_one("#summary", Static).update(summary, layout=False)  # fixed size
-        self.sub_title = title(self.session)
+        self.sub_title = self.session.scenario.title
         self.query_one(ScenarioBar).sync()
         self.query_one(ExplainPanel).show(table.current)
         self._drawn.clear()

@@ -125,9 +125,5 @@ def headline(session: Session) -> Text:
     return out
 
 
-def title(session: Session) -> str:
-    return session.scenario.title
-
-
 def ratio_text(ratio: float | None) -> str:
     return "" if ratio is None else f"×{number(ratio, 3)}"
