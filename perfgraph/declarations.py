@@ -80,10 +80,11 @@ class Declaration:
     def check_value(self, value: float) -> None:
         """Refuse ``value`` (in the declared unit) if this input cannot hold it: a
         DeclarationError naming the cell, the value and what it can hold."""
-        replace(self, origin=None)._check_value(value)
+        self._check_value(value, located=False)
 
-    def _check_value(self, value: float) -> None:
-        """Refuse a value this input cannot hold, saying what it can."""
+    def _check_value(self, value: float, located: bool = True) -> None:
+        """Refuse a value this input cannot hold, saying what it can (and, ``located``,
+        where the value was set)."""
         if not math.isfinite(value):
             expected = "a finite number"
         elif self.flag and value not in (0, 1):
@@ -93,7 +94,7 @@ class Declaration:
         else:
             return
         shown = f"{value:g}" + (f" {self.unit}" if self.unit else "")
-        where = self.origin
+        where = self.origin if located else None
         raise DeclarationError(f"{shown} is out of range: expected {expected}",
                                name=self.name, file=where.file if where else None,
                                line=where.line if where else None)

@@ -51,8 +51,11 @@ def output_format(out: str | None, given: str | None, formats: Sequence[str],
                   default: str, file_default: str | None = None) -> str:
     """The format to write: ``given`` (``--format``), else the one ``out``'s suffix names,
     else ``file_default`` (with ``--out``) or ``default``. InputError for an empty ``--out``,
-    a suffix naming a format not in ``formats``, or a ``--format`` the suffix contradicts."""
+    a suffix naming a format not in ``formats``, a ``--format`` the suffix contradicts, or
+    Parquet asked for without ``--out`` (it is never printed)."""
     if out is None:
+        if given == "parquet":
+            raise InputError("--format parquet needs --out FILE.parquet")
         return given or default
     if not out.strip():
         raise InputError("--out needs a file name (leave --out off to print to stdout)")

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from perfgraph.adapters import MeasuredRun
+from perfgraph.adapters.base import in_flight
 from perfgraph.catalog import catalog_names, load_entry
 from perfgraph.display import number
 from perfgraph.errors import PerfgraphError
@@ -288,7 +289,7 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
         notes.append(f"concurrency {number(inflight, 3)} in flight used, not the configured "
                      f"{number(configured)}: {shown}; the server batched what was in flight")
         return float(inflight), "in flight"
-    estimate = _littles_law(run)
+    estimate = in_flight(run.metrics)
     if explicit is not None:
         if estimate is not None:
             notes.append(f"concurrency {number(explicit)} from --set concurrency; the "
@@ -304,10 +305,3 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
                      f"({paced}; the estimate counts queued requests too)")
         return float(estimate), "little"
     return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"
-
-
-def _littles_law(run: MeasuredRun) -> float | None:
-    rate, e2el = run.metrics.get("request_throughput"), run.metrics.get("e2el")
-    if rate is not None and e2el is not None and rate.value > 0 and e2el.value > 0:
-        return rate.value * e2el.value / 1000.0
-    return None

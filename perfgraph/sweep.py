@@ -321,14 +321,12 @@ def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
     varying: dict[str, np.ndarray] = {}
     constant = []
     for name in units:
-        column = columns.get(name)
-        if column is not None and name in scale:
-            column = column * scale[name]
-        if column is None or column.strides == (0,):
-            value = math.nan if column is None else float(column[0])
+        column, factor = columns.get(name), scale.get(name, 1.0)
+        if column is None or column.strides == (0,):  # before scaling: a product is a copy
+            value = math.nan if column is None else float(column[0]) * factor
             constant.append(pl.lit(value, dtype=pl.Float64).alias(name))
         else:
-            varying[name] = column
+            varying[name] = column * factor if name in scale else column
     frame = pl.DataFrame(varying) if varying else pl.DataFrame(height=length)
     return frame.with_columns(*chosen, *constant).select(*export.CHOICE_COLUMNS, *units)
 

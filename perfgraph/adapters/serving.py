@@ -130,10 +130,10 @@ def load_of(record: Mapping) -> tuple[float | None, float | None]:
     return conc, rate
 
 
-def length_note(kind: str, measured: float | None, configured: float | None, why: str = ""):
+def length_note(kind: str, measured: float | None, configured: float | None):
     if measured is None or not configured or abs(measured / configured - 1) <= 0.05:
         return None
-    return f"{kind}: measured mean {measured:.0f} vs configured {fmt_num(configured)}{why}"
+    return f"{kind}: measured mean {measured:.0f} vs configured {fmt_num(configured)}"
 
 
 def lengths_note(isl: float | None, osl: float | None, isl_cfg: float | None,

@@ -87,10 +87,6 @@ class Side:
     sure: bool  # the folder, --as or a key says so (else: a scenario, or a workload)
 
 
-def read_as(path: str, wanted: str, text: str | None = None) -> str:
-    """How to read the file ``path`` (the folder it is in, else its keys)."""
-    return _kind(path, wanted, text)[0]
-
 
 def _kind(path: str, wanted: str, text: str | None, *, in_repo: bool = False,
           ) -> tuple[str, bool]:

@@ -18,7 +18,6 @@ from perfgraph.commands.options import (
     add_scenario_options,
     load_scenario,
 )
-from perfgraph.errors import InputError
 from perfgraph.explain import cell_view
 from perfgraph.render import render
 from perfgraph.scenario import Scenario
@@ -58,8 +57,6 @@ def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[st
 
 def run(args: argparse.Namespace) -> int:
     fmt = export.output_format(args.out, args.format, OUT_FORMATS, "table")
-    if fmt == "parquet" and args.out is None:
-        raise InputError("--format parquet needs --out FILE.parquet")
     scenario = load_scenario(args)
     names = selected(scenario, args.only, args.group)
     if fmt == "parquet":

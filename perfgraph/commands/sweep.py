@@ -12,7 +12,6 @@ from perfgraph import export, sweep
 from perfgraph.atomic import write_atomic
 from perfgraph.commands.options import add_scenario_options, spec_from_args
 from perfgraph.display import number
-from perfgraph.errors import InputError
 
 FORMATS = ("parquet", "csv")
 
@@ -86,8 +85,6 @@ def _csv_file(plan: sweep.Sweep, path: Path, only: list[str] | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     fmt = export.output_format(args.out, args.format, FORMATS, "csv", "parquet")
-    if fmt == "parquet" and args.out is None:
-        raise InputError("--format parquet needs --out FILE.parquet")
     spec = spec_from_args(args)
     plan = sweep.plan(spec, args.axis)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None

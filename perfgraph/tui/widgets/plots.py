@@ -1,17 +1,15 @@
 """Plots: the roofline, and throughput and ITL against concurrency (textual-plotext).
 
-Each plot draws a value object from :mod:`perfgraph.tui.curves`; ``overlays`` are extra
-series (a measured run, in a later issue) drawn as points over the model's curves.
+Each plot draws a value object from :mod:`perfgraph.tui.curves`. Measured runs have their own
+view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configuration.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from textual_plotext import PlotextPlot
 
 from perfgraph.display import number, pretty_unit
-from perfgraph.tui.curves import ConcurrencyCurves, Roofline, Series
+from perfgraph.tui.curves import ConcurrencyCurves, Roofline
 
 
 def _blank(plot: PlotextPlot, data: object, what: str) -> bool:
@@ -48,10 +46,9 @@ class RooflinePlot(PlotextPlot):
 class ConcurrencyPlot(PlotextPlot):
     """One of throughput or ITL against concurrency, with the current point marked."""
 
-    def __init__(self, which: str, overlays: Sequence[Series] = (), **kwargs: object) -> None:
+    def __init__(self, which: str, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.which = which
-        self.overlays = tuple(overlays)
 
     def draw(self, curves: ConcurrencyCurves | None) -> None:
         if _blank(self, curves, "concurrency"):
@@ -69,8 +66,6 @@ class ConcurrencyPlot(PlotextPlot):
                         label=f"now: {number(at[0])} {unit} at {number(curves.current)}")
         if curves.kv_limit is not None and curves.kv_limit <= max(series.x, default=0):
             plt.vline(curves.kv_limit, color="gray")
-        for extra in self.overlays:
-            plt.scatter(extra.x, extra.y, marker="x", color="yellow", label=extra.label)
         limit = "" if curves.kv_limit is None else \
             f" (KV cache holds {number(curves.kv_limit)}: grey line)"
         plt.title(f"{series.label} vs concurrency{limit}")
