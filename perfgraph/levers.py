@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 from perfgraph.assign import interpret
 from perfgraph.declarations import Declaration, Origin
+from perfgraph.display import number, quantity
 from perfgraph.errors import CellError, EvaluationError, PerfgraphError
 from perfgraph.formula import parse
 from perfgraph.graph import Sheet
 from perfgraph.playbook import STAGES, Lever, Playbook, Symptom, check, load_playbook
 
-__all__ = ["Advice", "Effect", "Lever", "Symptom", "apply", "diagnose", "evaluate", "holds",
-           "symptoms"]
+__all__ = ["Advice", "Effect", "Lever", "Symptom", "apply", "diagnose", "effect_text",
+           "evaluate", "holds", "ratio_text", "symptoms"]
 
 
 @dataclass(frozen=True)
@@ -169,3 +170,20 @@ def _effect(before: Sheet, after: Sheet | None, cell: str) -> Effect:
 
 def _value(sheet: Sheet, cell: str) -> float | None:
     return None if sheet.error(cell) else sheet.magnitude(cell)
+
+
+def effect_text(sheet: Sheet, e: Effect) -> str:
+    """``single_stream_ceiling 208.6 tok/s → 417.2 tok/s (×2.0)``; an on/off cell as on/off."""
+    flag = sheet.declaration(e.cell).flag
+
+    def shown(v: float | None) -> str:
+        return "#ERR" if v is None else quantity(v, e.unit, flag=flag)
+
+    ratio = f" (×{ratio_text(e.ratio)})" if e.ratio is not None and not flag else ""
+    return f"{e.cell} {shown(e.before)} → {shown(e.after)}{ratio}"
+
+
+def ratio_text(ratio: float) -> str:
+    """``2.0``, ``13.7``, ``0.084``: three significant digits, never a bare integer."""
+    text = number(ratio, 3)
+    return text if "." in text or "e" in text else f"{text}.0"

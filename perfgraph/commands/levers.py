@@ -7,9 +7,8 @@ import json
 import sys
 
 from perfgraph.commands.options import add_format_option, add_scenario_options, load_scenario
-from perfgraph.display import number, quantity
 from perfgraph.graph import Sheet
-from perfgraph.levers import Advice, Effect, diagnose, symptoms
+from perfgraph.levers import Advice, diagnose, effect_text, symptoms
 from perfgraph.playbook import STAGES, Symptom, load_playbook
 
 FORMATS = ("table", "json", "markdown")
@@ -27,23 +26,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--playbook", metavar="LEVERS.toml",
                    help="symptoms and levers to use (default: the shipped perfgraph/levers.toml)")
     p.set_defaults(func=run)
-
-
-def effect_text(sheet: Sheet, e: Effect) -> str:
-    """``single_stream_ceiling 208.6 tok/s → 417.2 tok/s (×2)``."""
-    flag = sheet.declaration(e.cell).flag
-
-    def shown(v: float | None) -> str:
-        return "#ERR" if v is None else quantity(v, e.unit, flag=flag)
-
-    ratio = f" (×{ratio_text(e.ratio)})" if e.ratio is not None and not flag else ""
-    return f"{e.cell} {shown(e.before)} → {shown(e.after)}{ratio}"
-
-
-def ratio_text(ratio: float) -> str:
-    """``2.0``, ``13.7``, ``0.084``: three significant digits, never a bare integer."""
-    text = number(ratio, 3)
-    return text if "." in text or "e" in text else f"{text}.0"
 
 
 def _effect_lines(sheet: Sheet, advice: Advice) -> list[str]:

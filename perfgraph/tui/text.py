@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from perfgraph.display import number, quantity
+from perfgraph.display import quantity
 from perfgraph.tui.session import Session
 
 #: Where the catalogs and sheets live, so paths show relative to it on every machine.
@@ -123,7 +123,3 @@ def headline(session: Session) -> Text:
     out.append(f"   ·   {where}   ·   {moved} cells differ from the scenario as loaded",
                style="dim")
     return out
-
-
-def ratio_text(ratio: float | None) -> str:
-    return "" if ratio is None else f"×{number(ratio, 3)}"

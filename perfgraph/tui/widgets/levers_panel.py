@@ -2,13 +2,10 @@
 
 ``perfgraph.levers`` diagnoses a fork of the sheet (off the UI thread: each lever is a
 what-if on its own copy); Enter or ``a`` applies the highlighted lever to the live sheet,
-and undo takes it back. Until ``perfgraph.levers`` exists the panel says so.
+and undo takes it back. Effects read as ``perfgraph levers`` prints them.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -19,27 +16,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from perfgraph.display import quantity
+from perfgraph import levers
 from perfgraph.graph import Sheet
-from perfgraph.tui.text import ratio_text
-
-
-def levers_module() -> Any | None:
-    """``perfgraph.levers``, or None where this build has none yet."""
-    try:
-        return importlib.import_module("perfgraph.levers")
-    except ModuleNotFoundError as exc:
-        if exc.name != "perfgraph.levers":
-            raise
-        return None
-
-
-def effect_text(effect: Any) -> str:
-    """``itl 12.93 ms → 6.47 ms ×0.5``."""
-    def show(v: float | None) -> str:
-        return "#ERR" if v is None else quantity(v, effect.unit)
-    return f"{effect.cell} {show(effect.before)} → {show(effect.after)} " \
-           f"{ratio_text(effect.ratio)}".rstrip()
+from perfgraph.levers import Advice, Lever
 
 
 class LeversPanel(Vertical):
@@ -48,13 +27,14 @@ class LeversPanel(Vertical):
     BINDINGS = [Binding("a", "apply", "Apply lever")]
 
     class Apply(Message):
-        def __init__(self, lever: Any) -> None:
+        def __init__(self, lever: Lever) -> None:
             super().__init__()
             self.lever = lever
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.advice: list[Any] = []
+        self.advice: list[Advice] = []
+        self._sheet: Sheet | None = None
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="advice", cursor_type="row")
@@ -68,24 +48,20 @@ class LeversPanel(Vertical):
 
     def diagnose(self, sheet: Sheet) -> None:
         """Diagnose a fork of ``sheet`` in a worker; the table fills when it is done."""
-        module = levers_module()
-        if module is None:
-            self.query_one("#advice-detail", Static).update(
-                "Levers are not available in this build (no perfgraph.levers).")
-            return
-        self._diagnose(module, sheet.fork())
+        self._diagnose(sheet.fork())
 
     @work(thread=True, exclusive=True, group="levers")
-    def _diagnose(self, module: Any, sheet: Sheet) -> None:
-        advice = list(module.diagnose(sheet))
-        self.app.call_from_thread(self.show, advice)
+    def _diagnose(self, sheet: Sheet) -> None:
+        advice = levers.diagnose(sheet)
+        self.app.call_from_thread(self.show, advice, sheet)
 
-    def show(self, advice: list[Any]) -> None:
-        self.advice = advice
+    def show(self, advice: list[Advice], sheet: Sheet) -> None:
+        """Fill the table with ``advice``, diagnosed on ``sheet`` (its effects read there)."""
+        self.advice, self._sheet = advice, sheet
         table = self.query_one("#advice", DataTable)
         table.clear()
         for i, a in enumerate(advice):
-            first = a.error or (effect_text(a.effects[0]) if a.effects else "")
+            first = a.error or (levers.effect_text(sheet, a.effects[0]) if a.effects else "")
             table.add_row(a.symptom.title, a.lever.title, first, key=str(i))
         if not advice:
             self.query_one("#advice-detail", Static).update(
@@ -93,7 +69,9 @@ class LeversPanel(Vertical):
         else:
             self._detail(advice[min(table.cursor_row, len(advice) - 1)])
 
-    def _detail(self, a: Any) -> None:
+    def _detail(self, a: Advice) -> None:
+        sheet = self._sheet
+        assert sheet is not None, "details follow show()"
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column()
@@ -105,8 +83,8 @@ class LeversPanel(Vertical):
         if a.error:
             grid.add_row("error", Text(a.error, style="red"))
         for e in a.effects:
-            grid.add_row("effect", effect_text(e))
-        for symptom in getattr(a, "brings", ()):
+            grid.add_row("effect", levers.effect_text(sheet, e))
+        for symptom in a.brings:
             grid.add_row("brings on", Text(symptom.title, style="yellow"))
         self.query_one("#advice-detail", Static).update(grid)
 
