@@ -6,6 +6,8 @@ set like any other edit. Both come back to the app as one message, :class:`Chose
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
@@ -69,16 +71,21 @@ class ScenarioBar(Horizontal):
         """Show the session's choices (after an edit of tp/pp, a reload or an undo)."""
         choices = self.session.choices()
         for kind, _ in CATALOGS:
-            select = self.query_one(f"#choose-{kind}", Select)
-            if select.value != choices[kind]:
-                select.set_options(catalog_options(kind, choices[kind]))
-                select.value = choices[kind]
+            self._show(kind, choices[kind], lambda k=kind: catalog_options(k, choices[k]))
         for name, usual in PARALLEL:
-            select = self.query_one(f"#choose-{name}", Select)
-            current = self._current(name)
-            if select.value != current:
-                select.set_options(self._parallel_options(name, usual))
-                select.value = current
+            self._show(name, self._current(name),
+                       lambda n=name, u=usual: self._parallel_options(n, u))
+
+    def _show(self, key: str, value: str, options: Callable[[], list[tuple[str, str]]]) -> None:
+        """Show ``value`` in the select for ``key`` without it posting Changed: a value the
+        session already holds is not a choice the user made (posting it would set TP back
+        to the options' first entry, and push an undo step for each select touched)."""
+        select = self.query_one(f"#choose-{key}", Select)
+        if select.value == value:
+            return
+        with select.prevent(Select.Changed):
+            select.set_options(options())
+            select.value = value
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()

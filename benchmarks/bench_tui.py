@@ -1,0 +1,166 @@
+"""Dashboard speed against a bare Textual app, both measured in this run (Textual's Pilot).
+
+Run: python3 benchmarks/bench_tui.py [--rounds N]
+Targets (issue 15): Enter on an edit → the changed cells repainted in ≤ 50 ms and within 2× a
+bare DataTable app updating the same cells; startup to first paint within 3× the bare app.
+
+* startup: from building the app (the scenario already loaded) until the first screen is
+  composed, mounted and painted (``run_test`` entered and the first ``pilot.pause()``
+  returned: every message handled, the screen rendered).
+* edit: the cursor on ``concurrency``, ``e``, a value typed, then the time from pressing
+  Enter until the app is idle again with the screen repainted; the bare app updates, on
+  Enter, the same cells in a DataTable of the same rows and columns.
+
+Prints figures, asserts nothing: speed is measured here, not in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual.app import App, ComposeResult  # noqa: E402
+from textual.binding import Binding  # noqa: E402
+from textual.widgets import DataTable, Footer, Header  # noqa: E402
+
+from perfgraph.scenario.loading import Scenario, load  # noqa: E402
+from perfgraph.tui.app import make_app  # noqa: E402
+
+SIZE = (160, 50)
+EDITED = "concurrency"
+VALUES = ("128", "96", "32", "200")
+
+
+class BareApp(App[None]):
+    """A DataTable of ``rows`` × 4 columns; Enter rewrites the value column of ``cells``."""
+
+    BINDINGS = [Binding("enter", "update", "Update")]
+
+    def __init__(self, rows: list[str], cells: list[str]) -> None:
+        super().__init__()
+        self.rows, self.cells, self.round = rows, cells, 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(id="t", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, width in (("cell", 32), ("value", 16), ("delta", 9), ("mark", 6)):
+            table.add_column(key, key=key, width=width)
+        for name in self.rows:
+            table.add_row(name, "1.000 ms", "", "", key=name)
+
+    def action_update(self) -> None:
+        self.round += 1
+        table = self.query_one(DataTable)
+        for name in self.cells:
+            table.update_cell(name, "value", f"{self.round}.000 ms")
+            table.update_cell(name, "delta", f"▲+{self.round}.0%")
+
+
+class Paints:
+    """When ``app`` last painted: every screen update passes through ``App._display``
+    (headless too: the compositor renders the update, the driver just does not write it)."""
+
+    def __init__(self, app: App) -> None:
+        self.last = 0.0
+        display = app._display
+
+        def timed(screen: object, renderable: object) -> None:
+            display(screen, renderable)  # type: ignore[arg-type]
+            if renderable is not None:
+                self.last = time.perf_counter()
+
+        app._display = timed  # type: ignore[method-assign]
+
+
+async def _press_to_paint(pilot: object, paints: Paints, key: str) -> float:
+    """Seconds from pressing ``key`` to the last paint it caused."""
+    start = time.perf_counter()
+    await pilot.press(key)  # type: ignore[attr-defined]
+    await pilot.pause()  # type: ignore[attr-defined]
+    return paints.last - start
+
+
+async def _startup(make: object) -> float:
+    start = time.perf_counter()
+    app = make()  # type: ignore[operator]
+    paints = Paints(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    return paints.last - start
+
+
+async def _edits_dashboard(scenario: Scenario, rounds: int) -> list[float]:
+    app = make_app(scenario, cell=EDITED)
+    paints, times = Paints(app), []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for i in range(rounds):
+            await pilot.press("e", *VALUES[i % len(VALUES)])
+            await pilot.pause()
+            times.append(await _press_to_paint(pilot, paints, "enter"))
+    return times
+
+
+async def _edits_bare(rows: list[str], cells: list[str], rounds: int) -> list[float]:
+    app = BareApp(rows, cells)
+    paints, times = Paints(app), []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for _ in range(rounds):
+            times.append(await _press_to_paint(pilot, paints, "enter"))
+    return times
+
+
+def _row_keys(scenario: Scenario) -> tuple[list[str], list[str]]:
+    """The dashboard's row keys (headings and cells), and the cells one edit changes."""
+    from perfgraph.engine.explain import cell_views, grouped
+
+    rows = []
+    for group, cells in grouped(cell_views(scenario.sheet)):
+        rows.append("group:" + group)
+        rows += [c.name for c in cells]
+    fork = scenario.sheet.fork()
+    before = {n: fork.raw(n) for n in fork.names}
+    fork.set(EDITED, VALUES[0])
+    changed = [n for n in fork.names if fork.raw(n) != before[n]]
+    return rows, changed
+
+
+def _line(what: str, ours: list[float], bare: list[float], target: str) -> str:
+    o, b = min(ours), min(bare)
+    return (f"{what:<34} dashboard {o * 1e3:7.1f} ms (median {statistics.median(ours) * 1e3:.1f})"
+            f"   bare {b * 1e3:6.1f} ms (median {statistics.median(bare) * 1e3:.1f})"
+            f"   ratio {o / b:4.2f}×   target {target}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=12, help="edits and startups to time")
+    args = parser.parse_args(argv)
+    scenario = load()
+    rows, changed = _row_keys(scenario)
+    starts = max(3, args.rounds // 3)
+    bare_start = [asyncio.run(_startup(lambda: BareApp(rows, changed))) for _ in range(starts)]
+    loaded = [load() for _ in range(starts)]
+    ours_start = [asyncio.run(_startup(lambda s=s: make_app(s))) for s in loaded]
+    ours_edit = asyncio.run(_edits_dashboard(load(), args.rounds))
+    bare_edit = asyncio.run(_edits_bare(rows, changed, args.rounds))
+    print(f"python {sys.version.split()[0]}; {len(rows)} rows; "
+          f"an edit of {EDITED} changes {len(changed)} cells; terminal {SIZE[0]}×{SIZE[1]}")
+    print(_line("startup to first paint", ours_start, bare_start, "≤ 3×"))
+    print(_line("Enter on an edit → repainted", ours_edit, bare_edit, "≤ 50 ms and ≤ 2×"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
