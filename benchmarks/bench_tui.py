@@ -26,7 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from textual.app import App, ComposeResult  # noqa: E402
-from textual.binding import Binding  # noqa: E402
 from textual.widgets import DataTable, Footer, Header  # noqa: E402
 
 from perfgraph.scenario.loading import Scenario, load  # noqa: E402
@@ -38,9 +37,8 @@ VALUES = ("128", "96", "32", "200")
 
 
 class BareApp(App[None]):
-    """A DataTable of ``rows`` × 4 columns; Enter rewrites the value column of ``cells``."""
+    """A DataTable of ``rows`` × 4 columns; Enter rewrites the value and delta of ``cells``."""
 
-    BINDINGS = [Binding("enter", "update", "Update")]
 
     def __init__(self, rows: list[str], cells: list[str]) -> None:
         super().__init__()
@@ -58,7 +56,7 @@ class BareApp(App[None]):
         for name in self.rows:
             table.add_row(name, "1.000 ms", "", "", key=name)
 
-    def action_update(self) -> None:
+    def on_data_table_row_selected(self) -> None:  # Enter on the focused table
         self.round += 1
         table = self.query_one(DataTable)
         for name in self.cells:

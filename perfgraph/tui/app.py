@@ -12,31 +12,35 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.lazy import Lazy
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Header, Static, TabbedContent, TabPane
 
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.curves import MeasuredView
 from perfgraph.scenario.loading import Scenario
 from perfgraph.scenario.save import FileChangedError, TargetExistsError
-from perfgraph.tui import curves
 from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import headline, short_path, value_text
+from perfgraph.tui.views import VIEWS, View, ViewContext
 from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
-from perfgraph.tui.widgets.explain_panel import ExplainPanel
+from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
-from perfgraph.tui.widgets.measured_panel import MeasuredPanel
-from perfgraph.tui.widgets.plots import ConcurrencyPlot, RooflinePlot
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
 
-VIEWS = ("explain", "roofline", "concurrency", "levers", "measured")
+#: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
+#: table, the header, the tabs and the bar's labels go; 80 × 24 keeps both readable.
+NARROW, SHORT = 120, 32
+#: Which keys the key line shows when a widget of this id has the focus (else the cells').
+FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured"}
 
 
 class PerfgraphApp(App[None]):
@@ -45,13 +49,15 @@ class PerfgraphApp(App[None]):
     CSS_PATH = "dashboard.tcss"
     TITLE = "perfgraph"
     COMMANDS = App.COMMANDS | {CellCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help"),
         Binding("u,ctrl+z", "undo", "Undo"),
         Binding("ctrl+s", "save", "Save"),
         Binding("ctrl+a", "save_as", "Save as"),
-        *(Binding(str(i), f"view('{v}')", v.capitalize(), show=i == 1 or v != "explain")
-          for i, v in enumerate(VIEWS, start=1)),
+        *(Binding(v.key, f"view('{v.view_id}')", v.title, show=v.view_id != "explain")
+          for v in VIEWS),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -61,33 +67,30 @@ class PerfgraphApp(App[None]):
         self.session = Session(scenario)
         self.start_cell = cell
         self.measured = measured
-        self._drawn: set[str] = set()
+        self.views: dict[str, Any] = {}  # view id → its widget (a View)
+        self._stale: set[str] = set()
         self._summary: Text | None = None
+        self._previewed: tuple[str, str] | None = None  # (cell, text) the sheet shows now
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="∑")
         yield ScenarioBar(self.session, id="bar")
         yield Static(id="summary")
+        context = ViewContext(self.session, self.measured)
         with Horizontal(id="body"):
             yield CellTable(self.session, id="cells")
-            with TabbedContent(id="views", initial="explain"):
-                with TabPane("Explain", id="explain"):
-                    yield ExplainPanel(self.session, id="explain-panel")
-                with TabPane("Roofline", id="roofline"):
-                    yield RooflinePlot(id="roofline-plot")
-                with TabPane("Concurrency", id="concurrency"):
-                    for which in ("throughput", "itl"):
-                        yield ConcurrencyPlot(which, id=f"{which}-plot")
-                with TabPane("Levers", id="levers"):
-                    yield LeversPanel(id="levers-panel")
-                if self.measured is not None:
-                    m = self.measured
-                    with TabPane("Measured", id="measured"):
-                        yield MeasuredPanel(m.comparisons, m.lines, m.measured, m.reference,
-                                            id="measured-panel")
+            with TabbedContent(id="views", initial=VIEWS[0].view_id):
+                for view in VIEWS:
+                    widget = view.create(context)
+                    if widget is None:
+                        continue
+                    self.views[view.view_id] = widget
+                    with TabPane(view.title, id=view.view_id):  # the hidden ones after the
+                        yield widget if view is VIEWS[0] else Lazy(widget)  # first paint
         yield EditBar(id="edit-bar")
-        yield Footer()
+        self.keys = KeyLine(id="keys")
+        yield self.keys
 
     def on_mount(self) -> None:
         self.sub_title = self.session.scenario.title
@@ -109,7 +112,11 @@ class PerfgraphApp(App[None]):
 
     # ------------------------------------------------------------------ redrawing
     def redraw(self, names: Iterable[str] | None) -> None:
-        """Show the session after a change: ``names`` recomputed, or None for everything."""
+        """Show the session after a change: ``names`` recomputed, or None for everything.
+
+        Only the rows whose text changed are repainted, the summary only if it changed, and
+        of the views only the one on screen (the others when they are next shown).
+        """
         table = self.table
         if names is None:
             table.fill()
@@ -119,26 +126,28 @@ class PerfgraphApp(App[None]):
         if summary != self._summary:
             self._summary = summary
             self.query_one("#summary", Static).update(summary, layout=False)  # fixed size
-        self.sub_title = self.session.scenario.title
+        title = self.session.scenario.title
+        if self.sub_title != title:
+            self.sub_title = title
         self.query_one(ScenarioBar).sync()
-        self.query_one(ExplainPanel).show(table.current)
-        self._drawn.clear()
+        self._stale = set(self.views)
         self.draw_view()
 
     def draw_view(self) -> None:
-        """Draw the active plot or levers view, once per change of the sheet."""
-        view, sheet = self.view, self.session.sheet
-        if view in self._drawn:
+        """Redraw the view on screen if the sheet (or the cursor it follows) moved since."""
+        view_id = self.view
+        if view_id not in self._stale:
             return
-        self._drawn.add(view)
-        if view == "roofline":
-            self.query_one(RooflinePlot).draw(curves.roofline(sheet))
-        elif view == "concurrency":
-            data = curves.concurrency_curves(sheet)
-            for plot in self.query(ConcurrencyPlot):
-                plot.draw(data)
-        elif view == "levers":
-            self.query_one(LeversPanel).diagnose(sheet)
+        view: View = self.views[view_id]
+        if not view.is_mounted:  # type: ignore[attr-defined]  # a Lazy one, not yet there
+            self.call_after_refresh(self.draw_view)
+            return
+        self._stale.discard(view_id)
+        view.refresh_from(self.session, self.table.current)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The key line follows the focus: the cells, the edit, the levers, the runs."""
+        self.keys.show(FOCUS_PLACES.get(event.widget.id or "", "cells"))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.draw_view()
@@ -148,9 +157,10 @@ class PerfgraphApp(App[None]):
 
     # ------------------------------------------------------------------ cells
     def on_cell_table_cell_highlighted(self, message: CellTable.CellHighlighted) -> None:
-        self.query_one(ExplainPanel).show(message.name)
+        self._stale |= {v.view_id for v in VIEWS if v.follows_cursor and v.view_id in self.views}
+        self.draw_view()
 
-    def on_explain_panel_jump(self, message: ExplainPanel.Jump) -> None:
+    def on_explain_panel_jump(self, message: Any) -> None:
         self.explain_cell(message.name)
 
     def explain_cell(self, name: str) -> None:
@@ -159,6 +169,7 @@ class PerfgraphApp(App[None]):
         self.table.focus()
 
     def on_cell_table_edit_requested(self, message: CellTable.EditRequested) -> None:
+        self._previewed = None
         self.query_one(EditBar).open(self.session.sheet, message.name)
 
     def on_cell_table_reset_requested(self, message: CellTable.ResetRequested) -> None:
@@ -170,6 +181,9 @@ class PerfgraphApp(App[None]):
     def _preview(self, name: str, text: str) -> bool:
         bar, session = self.query_one(EditBar), self.session
         assert bar.before is not None
+        if self._previewed == (name, text):
+            return True  # on screen already: Enter keeps it without a recompute
+        self._previewed = None
         try:
             changed = session.preview(name, text, bar.before)
         except PerfgraphError as exc:
@@ -178,6 +192,7 @@ class PerfgraphApp(App[None]):
             return False
         bar.hint(f"{name} = {value_text(session, name).plain}")
         self.redraw(changed)
+        self._previewed = (name, text)
         return True
 
     def on_edit_bar_finished(self, message: EditBar.Finished) -> None:
@@ -190,6 +205,7 @@ class PerfgraphApp(App[None]):
             self.session.commit(message.name, bar.before)
         else:
             self.redraw(self.session.cancel(bar.before))
+        self._previewed = None
         bar.close()
         self.table.focus()
 
@@ -232,24 +248,33 @@ class PerfgraphApp(App[None]):
         self.redraw(None)
         self.notify(f"undone: {label}")
 
-    def action_view(self, view: str) -> None:
-        """Show a view; the levers view takes the keys (to pick and apply a lever)."""
-        if view == "measured" and self.measured is None:
-            self.notify("no measured runs: start with perfgraph tui --measured RUN…")
+    def action_view(self, view_id: str) -> None:
+        """Show a view; a view with its own table (levers, measured) takes the keys."""
+        if view_id not in self.views:
+            self.notify("no measured runs: start with perfgraph tui --measured RUN…"
+                        if view_id == "measured" else f"no {view_id} view")
             return
-        self.query_one(TabbedContent).active = view
-        if view == "levers":
-            self.query_one("#advice").focus()
-        elif view == "measured":
-            self.query_one("#runs").focus()
-        elif view == "explain":
+        self.query_one(TabbedContent).active = view_id
+        focus_on = type(self.views[view_id]).focus_on
+        if focus_on is None:
             self.table.focus()
+        else:
+            self.query_one(focus_on).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The measured view's key exists only where runs were given."""
-        if action == "view" and parameters == ("measured",):
-            return self.measured is not None
+        """A view's key exists only where the view does (measured: with runs given)."""
+        if action == "view" and parameters:
+            return parameters[0] in self.views
         return True
+
+    async def action_quit(self) -> None:
+        """Quit; with edits not saved, ask first (Ctrl+S saves them)."""
+        if not self.session.unsaved:
+            self.exit()
+            return
+        question = "The edits are not saved. Quit without saving them? (Ctrl+S saves)"
+        self.push_screen(ConfirmScreen(question, yes="Quit (y)", no="Stay (n)"),
+                         lambda yes: self.exit() if yes else None)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -292,11 +317,9 @@ class PerfgraphApp(App[None]):
         yield SystemCommand("Undo", "take back the last edit, switch or lever",
                             self.action_undo)
         yield SystemCommand("Help", "keys and concepts", self.action_help)
-        for view in VIEWS:
-            if view == "measured" and self.measured is None:
-                continue
-            yield SystemCommand(f"Show {view}", f"the {view} view",
-                                lambda v=view: self.action_view(v))
+        for view_id in self.views:
+            yield SystemCommand(f"Show {view_id}", f"the {view_id} view",
+                                lambda v=view_id: self.action_view(v))
 
 
 def make_app(scenario: Scenario, *, cell: str | None = None,

@@ -58,6 +58,7 @@ class Session:
         self.baseline_choices = self.choices()
         self._undo: list[Undo] = []
         self.notes: list[str] = []
+        self._saved = self._state()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -76,6 +77,17 @@ class Session:
 
     def choices(self) -> dict[str, str]:
         return {k: scenario_save.choice(self.scenario, k) for k in CHOICE_KEYS}
+
+    def _state(self) -> tuple[object, ...]:
+        """What a save would write: the choices, and each edited cell's value or formula."""
+        edits = tuple((n, d.value, d.formula.text if d.formula else None)
+                      for n, d in scenario_save.edited(self.sheet).items())
+        return tuple(self.choices().items()), edits
+
+    @property
+    def unsaved(self) -> bool:
+        """True when the edits differ from the file as last loaded or saved (quit asks)."""
+        return self._state() != self._saved
 
     @property
     def can_undo(self) -> bool:
@@ -150,7 +162,7 @@ class Session:
     def apply_lever(self, lever: Any) -> list[str]:
         """Apply a lever (perfgraph.whatif.levers) as a what-if; undo takes it back."""
         from perfgraph.whatif import levers
-        previous = levers.apply(self.sheet, lever)
+        previous = levers.apply(self.sheet, lever)  # in the order to restore them
         self._undo.append(Undo(f"lever {lever.title}", tuple(previous)))
         return self.sheet.names
 
@@ -161,7 +173,7 @@ class Session:
         step = self._undo.pop()
         if step.spec is not None:
             self._reload(step.spec, step.edits)
-        for decl in reversed(step.declarations):
+        for decl in step.declarations:  # in the order given: the last change first
             self.sheet.restore(decl)
         return step.label
 
@@ -171,6 +183,7 @@ class Session:
         if self.stamp is None:
             raise InputError("this scenario has no file yet: save it as a new file")
         self.stamp = scenario_save.save(self.scenario, self.stamp, force=force)
+        self._saved = self._state()
         return self.stamp.path
 
     def save_as(self, path: str, *, overwrite: bool = False) -> str:
@@ -179,4 +192,5 @@ class Session:
             source = scenario_save.stamp(self.scenario.file.path)
         self.stamp = scenario_save.save_as(self.scenario, Path(path), source,
                                            overwrite=overwrite)
+        self._saved = self._state()
         return self.stamp.path

@@ -104,7 +104,7 @@ def regime(session: Session) -> str:
 def headline(session: Session) -> Text:
     """The summary strip: the headline results with their deltas; then the regime, where
     saves go and how many cells differ from the scenario as loaded."""
-    out = Text()
+    out = Text(no_wrap=True, overflow="ellipsis")  # two lines, cut at the screen's edge
     for name, label in HEADLINE:
         if name not in session.sheet.names:
             continue

@@ -37,16 +37,17 @@ class ConfirmScreen(ModalScreen[bool]):
 
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, yes: str = "Overwrite (y)", no: str = "Cancel (n)",
+                 ) -> None:
         super().__init__()
-        self.question = question
+        self.question, self.yes, self.no = question, yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.question)
             with Horizontal(classes="buttons"):
-                yield Button("Overwrite (y)", variant="error", id="yes")
-                yield Button("Cancel (n)", id="no")
+                yield Button(self.yes, variant="error", id="yes")
+                yield Button(self.no, id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -48,6 +48,7 @@ class CellTable(DataTable):
     def __init__(self, session: Session, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.session = session
+        self._shown: dict[str, tuple[Text, Text, Text]] = {}  # each row's value, delta, mark
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -58,24 +59,33 @@ class CellTable(DataTable):
         """(Re)build every row: at mount, and after a reload (another model, an undo)."""
         current = self.current
         self.clear()
-        session = self.session
-        for group, cells in grouped(cell_views(session.sheet)):
+        self._shown.clear()
+        for group, cells in grouped(cell_views(self.session.sheet)):
             self.add_row(Text(group.upper(), style="bold underline"), "", "", "",
                          key=GROUP_PREFIX + group)
             for cell in cells:
-                name = cell.name
-                self.add_row(Text(name), value_text(session, name),
-                             delta_text(session, name), mark_text(session, name), key=name)
+                shown = self._shown[cell.name] = self._texts(cell.name)
+                self.add_row(Text(cell.name), *shown, key=cell.name)
         if current is not None:
             self.go_to(current)
 
-    def update_rows(self, names: Iterable[str]) -> None:
-        """Redraw the value, delta and mark of ``names`` (the cells an edit recomputed)."""
+    def _texts(self, name: str) -> tuple[Text, Text, Text]:
         session = self.session
+        return value_text(session, name), delta_text(session, name), mark_text(session, name)
+
+    def update_rows(self, names: Iterable[str]) -> None:
+        """Redraw the value, delta and mark of ``names`` (the cells an edit recomputed):
+        only the table cells whose text changed, and without a new layout (the columns
+        have fixed widths)."""
         for name in names:
-            self.update_cell(name, "value", value_text(session, name))
-            self.update_cell(name, "delta", delta_text(session, name))
-            self.update_cell(name, "mark", mark_text(session, name))
+            old, new = self._shown.get(name), self._texts(name)
+            if old is None or old == new:
+                continue
+            self._shown[name] = new
+            for column, before, after in zip(("value", "delta", "mark"), old, new,
+                                             strict=True):
+                if before != after:
+                    self.update_cell(name, column, after)
 
     @property
     def current(self) -> str | None:

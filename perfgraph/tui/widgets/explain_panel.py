@@ -6,6 +6,8 @@ the inputs it comes from, or forward to the results it moves.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,9 +22,18 @@ from perfgraph.engine.views import CellView, Explanation
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import delta_text, short_origin
 
+if TYPE_CHECKING:
+    from perfgraph.tui.views import ViewContext
+
 
 class ExplainPanel(Vertical):
-    """How the highlighted cell is computed, and where it leads."""
+    """How the highlighted cell is computed, and where it leads (view ``1``)."""
+
+    view_id: ClassVar[str] = "explain"
+    title: ClassVar[str] = "Explain"
+    key: ClassVar[str] = "1"
+    focus_on: ClassVar[str | None] = None  # the keys stay with the cell table
+    follows_cursor: ClassVar[bool] = True
 
     class Jump(Message):
         def __init__(self, name: str) -> None:
@@ -33,6 +44,14 @@ class ExplainPanel(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
         self.explanation: Explanation | None = None
+
+    @classmethod
+    def create(cls, context: ViewContext) -> ExplainPanel:
+        return cls(context.session, id="explain-panel")
+
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        self.session = session
+        self.show(cell)
 
     def compose(self) -> ComposeResult:
         yield Static(id="explain-text")

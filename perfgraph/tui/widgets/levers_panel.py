@@ -7,6 +7,8 @@ and undo takes it back. Effects read as ``perfgraph levers`` prints them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -20,9 +22,19 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.whatif import levers
 from perfgraph.whatif.levers import Advice, Lever
 
+if TYPE_CHECKING:
+    from perfgraph.tui.session import Session
+    from perfgraph.tui.views import ViewContext
+
 
 class LeversPanel(Vertical):
-    """The advice table and the detail of the highlighted advice."""
+    """The advice table and the detail of the highlighted advice (view ``4``)."""
+
+    view_id: ClassVar[str] = "levers"
+    title: ClassVar[str] = "Levers"
+    key: ClassVar[str] = "4"
+    focus_on: ClassVar[str | None] = "#advice"
+    follows_cursor: ClassVar[bool] = False
 
     BINDINGS = [Binding("a", "apply", "Apply lever")]
 
@@ -35,6 +47,13 @@ class LeversPanel(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.advice: list[Advice] = []
         self._sheet: Sheet | None = None
+
+    @classmethod
+    def create(cls, context: ViewContext) -> LeversPanel:
+        return cls(id="levers-panel")
+
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        self.diagnose(session.sheet)
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="advice", cursor_type="row")

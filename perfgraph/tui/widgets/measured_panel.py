@@ -9,6 +9,7 @@ and TPOT against concurrency at that TP, ISL and OSL, with every run made at it 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from rich.text import Text
@@ -23,6 +24,10 @@ from perfgraph.measured.curves import MeasuredLine
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
 from perfgraph.output.compare import metric_text
+
+if TYPE_CHECKING:
+    from perfgraph.tui.session import Session
+    from perfgraph.tui.views import ViewContext
 
 COLUMNS = ("run", "B", "TTFT", "TPOT", "throughput", "MBU")
 HEADS = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
@@ -74,7 +79,24 @@ class MeasuredPlot(PlotextPlot):
 
 
 class MeasuredPanel(Vertical):
-    """The runs table over the two plots of the highlighted run's configuration."""
+    """The runs table over the two plots of the highlighted run's configuration (view ``5``,
+    only with ``--measured``): read once, at start, so the session's edits do not move it."""
+
+    view_id: ClassVar[str] = "measured"
+    title: ClassVar[str] = "Measured"
+    key: ClassVar[str] = "5"
+    focus_on: ClassVar[str | None] = "#runs"
+    follows_cursor: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, context: ViewContext) -> MeasuredPanel | None:
+        m = context.measured
+        if m is None:
+            return None
+        return cls(m.comparisons, m.lines, m.measured, m.reference, id="measured-panel")
+
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        """Nothing to redraw: the runs are compared at their own configurations."""
 
     def __init__(self, comparisons: Sequence[Comparison], lines: Sequence[MeasuredLine],
                  measured: Measured, reference: str, **kwargs: object) -> None:

@@ -6,10 +6,19 @@ view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configur
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
 from perfgraph.engine.numbers import number, pretty_unit
+from perfgraph.tui import curves
 from perfgraph.tui.curves import ConcurrencyCurves, Roofline
+
+if TYPE_CHECKING:
+    from perfgraph.tui.session import Session
+    from perfgraph.tui.views import ViewContext
 
 
 def _blank(plot: PlotextPlot, data: object, what: str) -> bool:
@@ -22,7 +31,20 @@ def _blank(plot: PlotextPlot, data: object, what: str) -> bool:
 
 
 class RooflinePlot(PlotextPlot):
-    """Attainable FLOP/s of one GPU against arithmetic intensity, log-log."""
+    """Attainable FLOP/s of one GPU against arithmetic intensity, log-log (view ``2``)."""
+
+    view_id: ClassVar[str] = "roofline"
+    title: ClassVar[str] = "Roofline"
+    key: ClassVar[str] = "2"
+    focus_on: ClassVar[str | None] = None
+    follows_cursor: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, context: ViewContext) -> RooflinePlot:
+        return cls(id="roofline-plot")
+
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        self.draw(curves.roofline(session.sheet))
 
     def draw(self, roof: Roofline | None) -> None:
         if _blank(self, roof, "the roofline's inputs"):
@@ -72,3 +94,26 @@ class ConcurrencyPlot(PlotextPlot):
         plt.xlabel("concurrency (requests in flight)")
         plt.ylabel(f"{series.label} ({unit})")
         self.refresh()
+
+
+class ConcurrencyView(Vertical):
+    """Throughput over ITL, both against concurrency (view ``3``)."""
+
+    view_id: ClassVar[str] = "concurrency"
+    title: ClassVar[str] = "Concurrency"
+    key: ClassVar[str] = "3"
+    focus_on: ClassVar[str | None] = None
+    follows_cursor: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, context: ViewContext) -> ConcurrencyView:
+        return cls(id="concurrency-view")
+
+    def compose(self) -> ComposeResult:
+        for which in ("throughput", "itl"):
+            yield ConcurrencyPlot(which, id=f"{which}-plot")
+
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        data = curves.concurrency_curves(session.sheet)
+        for plot in self.query(ConcurrencyPlot):
+            plot.draw(data)

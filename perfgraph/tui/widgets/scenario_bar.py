@@ -48,7 +48,7 @@ class ScenarioBar(Horizontal):
     def compose(self) -> ComposeResult:
         choices = self.session.choices()
         for kind, label in CATALOGS:
-            yield Label(label, classes="bar-label")
+            yield Label(label, classes="bar-label catalog-label")
             yield Select(catalog_options(kind, choices[kind]), value=choices[kind],
                          allow_blank=False, compact=True, id=f"choose-{kind}")
         for name, usual in PARALLEL:
