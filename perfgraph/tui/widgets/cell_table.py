@@ -98,13 +98,15 @@ class CellTable(DataTable):
     def go_to(self, name: str, *, centre: bool = False) -> None:
         """Put the cursor on ``name`` (in the middle of the view with ``centre``)."""
         row = self.get_row_index(name)
-        self.move_cursor(row=row, scroll=not centre)
-        if centre:  # once the table knows its height
-            self.call_after_refresh(self._centre, row)
+        self.move_cursor(row=row, scroll=False)
+        self.call_after_refresh(self._centre, row, centre)  # once the table knows its height
 
-    def _centre(self, row: int) -> None:
-        self.scroll_to(y=max(0, row - self.scrollable_content_region.height // 2),
-                       animate=False, immediate=True)
+    def _centre(self, row: int, always: bool) -> None:
+        """Scroll ``row`` to the middle (if it is out of view, or ``always``)."""
+        height = self.scrollable_content_region.height
+        top = self.scroll_offset.y
+        if always or not top <= row < top + height - 1:  # the header takes a line
+            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
 
     @property
     def first_cell(self) -> str | None:

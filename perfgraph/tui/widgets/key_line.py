@@ -12,8 +12,7 @@ from textual.widgets import Static
 #: (key, what it does) for each place the keys can be.
 KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "cells": (("e", "edit"), ("x", "reset"), ("u", "undo"), ("1-5", "views"),
-              ("^s", "save"), ("^a", "save as"), ("^p", "palette"), ("?", "help"),
-              ("q", "quit")),
+              ("^s", "save"), ("^p", "palette"), ("?", "help"), ("q", "quit")),
     "edit": (("Enter", "keep"), ("Esc", "cancel"), ("", "a number, \"4.8 TB/s\" or a formula")),
     "levers": (("a", "apply lever"), ("u", "undo"), ("1", "cells"), ("2-5", "views"),
                ("^s", "save"), ("?", "help"), ("q", "quit")),
@@ -23,11 +22,14 @@ KEYS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 def keys_text(place: str) -> Text:
+    """`` e edit  x reset …``: fits 80 columns (Ctrl+A and the rest are in help, ``?``)."""
     out = Text(no_wrap=True, overflow="ellipsis")
     for key, what in KEYS[place]:
+        out.append(" ")
         if key:
-            out.append(f" {key} ", style="bold reverse")
-        out.append(f" {what}  ")
+            out.append(key, style="bold")
+            out.append(" ")
+        out.append(what + " ")
     return out
 
 
