@@ -74,6 +74,10 @@ class PerfgraphApp(App[None]):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
+        width, height = self.size  # the breakpoints' classes now, not after a first layout
+        self.screen.update_classes({"-narrow": width < NARROW, "-wide": width >= NARROW,
+                                    "-short": height < SHORT, "-tall": height >= SHORT},
+                                   animate=False)
         yield Header(show_clock=False, icon="∑")
         yield ScenarioBar(self.session, id="bar")
         yield Static(id="summary")
