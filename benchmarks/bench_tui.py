@@ -136,9 +136,10 @@ def _row_keys(scenario: Scenario) -> tuple[list[str], list[str]]:
 
 def _line(what: str, ours: list[float], bare: list[float], target: str) -> str:
     o, b = min(ours), min(bare)
-    return (f"{what:<34} dashboard {o * 1e3:7.1f} ms (median {statistics.median(ours) * 1e3:.1f})"
-            f"   bare {b * 1e3:6.1f} ms (median {statistics.median(bare) * 1e3:.1f})"
-            f"   ratio {o / b:4.2f}×   target {target}")
+    mo, mb = statistics.median(ours), statistics.median(bare)
+    return (f"{what:<34} dashboard {o * 1e3:7.1f} ms (median {mo * 1e3:.1f})"
+            f"   bare {b * 1e3:6.1f} ms (median {mb * 1e3:.1f})"
+            f"   ratio {o / b:4.2f}× (medians {mo / mb:4.2f}×)   target {target}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,12 +30,14 @@ as it was loaded.
 | Ctrl+A | save as a new scenario file |
 | Ctrl+P | command palette: jump to a cell, switch model, hardware, workload, precision |
 | `?` | this help |
-| `q` | quit |
+| `q`, Ctrl+Q | quit (asks first while edits are not saved) |
 
 The bar at the top picks the model, hardware, workload and precision from the catalogs
 (edits are kept), and TP and PP. **Explain** shows the highlighted cell's formula, the
 formula with its values, and the cells it reads and that read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
+In a terminal under 120 columns the view sits under the table; under 32 rows the header
+and the tabs are left out (the keys `1`–`5` still switch views).
 
 **Measured** (`perfgraph tui --measured RUN…`, files or folders of vLLM, SGLang, AIPerf or
 InferenceMAX results) lists every run against the model at the run's own configuration:
