@@ -107,7 +107,8 @@ def _write(args: argparse.Namespace, result: object) -> None:
         import polars as pl
 
         rows = request_rows(result)  # type: ignore[arg-type]
-        frame = pl.DataFrame(rows)
+        # float64 throughout: perfgraph.export's Arrow schema knows floats and strings
+        frame = pl.DataFrame({k: v.astype("float64") for k, v in rows.items()})
         export.write_frames(args.out, lambda: iter([frame]), dict(frame.schema), ROW_UNITS)
     if args.trace:
         write_text_atomic(args.trace, trace(result))  # type: ignore[arg-type]

@@ -24,8 +24,8 @@ import numpy as np
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
-from perfgraph.whatif.simulate.steplog import StepLog
 from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
 
