@@ -21,8 +21,8 @@ VLLM_LENGTHS = DATA / "simulate" / "a100_tp8_qps_04_lengths.json"
 OTHER = ScenarioSpec(model="llama-3.1-8b", precision="bf16", sets=(parse_set("tp=1"),))
 
 
-def sheet_of(spec: ScenarioSpec = ScenarioSpec()):  # noqa: ANN201
-    return load(spec).sheet
+def sheet_of(spec: ScenarioSpec | None = None):  # noqa: ANN201
+    return load(spec or ScenarioSpec()).sheet
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
