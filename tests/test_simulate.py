@@ -196,3 +196,16 @@ def test_a_csv_replays_its_own_arrivals(tmp_path: Path) -> None:
     t = result.engine.reqs.table()
     assert list(t["arrival"]) == [0.0, 100.0] and list(t["osl"]) == [8, 4]
     assert t["ttft"][0] == pytest.approx(sheet.magnitude("ttft", "s"), rel=1e-3)
+
+
+def test_the_readme_example_is_what_simulate_prints(capsys: pytest.CaptureFixture[str],
+                                                    ) -> None:
+    import re
+    import shlex
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    shown = next(b for b in re.findall(r"```text\n(.*?)```", readme, re.S)
+                 if b.startswith("$ perfgraph simulate "))
+    command, expected = shown.split("\n", 1)
+    code, out, _ = run(capsys, *shlex.split(command.removeprefix("$ perfgraph ")))
+    assert code == 0 and out == expected
