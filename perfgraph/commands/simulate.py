@@ -5,7 +5,7 @@ Open loop (``--rate "8 request/s"``, Poisson, gamma:CV or constant gaps) or clos
 checked before anything runs or is written; ``--out`` (Parquet, one row per request) and
 ``--trace`` (Chrome/Perfetto JSON) appear whole or not at all. A progress bar goes to stderr
 when it is a terminal; Ctrl-C stops the run and prints the summary so far, marked partial
-(no file is written), and exits 130.
+(no file is written), and exits 128 + the signal's number (130 for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                                            "precision": scenario.precision}))
     else:
         sys.stdout.write(table(summary, title, sheet_line))
-    return 0 if result.complete else 130
+    return 0 if result.complete else 128 + result.engine.signal
 
 
 def _write(args: argparse.Namespace, result: object) -> None:

@@ -96,7 +96,10 @@ def _arrivals(sheet: Sheet, setup: Setup, length: lens.Lengths, n: int,
               rng: np.random.Generator) -> tuple[np.ndarray, float | None]:
     if setup.users:  # closed loop: the first users start spread over one request's life
         span = sheet.magnitude("e2e_latency", "s")
-        return np.sort(rng.uniform(0, span, size=n)) * (np.arange(n) < setup.users), None
+        first = np.zeros(n)  # the later ones are set when a user's request ends
+        k = min(setup.users, n)
+        first[:k] = np.sort(rng.uniform(0, span, size=k))
+        return first, None
     if setup.rate is not None:
         return arr.open_loop(n, setup.rate, setup.cv, rng), setup.rate
     if length.arrivals is not None:

@@ -52,6 +52,7 @@ class Engine:
     submitted: int = 0
     completed: int = 0
     preemptions: int = 0
+    signal: int = 0  # the signal that stopped the run, 0 if none
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
@@ -72,7 +73,8 @@ class Engine:
                 tick += 1
                 if progress is not None and tick % 256 == 0:
                     progress(self.completed)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli)
+            self.signal = int(getattr(exc, "signum", 2))
             return False
         return True
 
@@ -146,9 +148,13 @@ class Engine:
             if not d:
                 self._stall()
                 return
-        p = sum(c for _, c in chunks)
-        kv = (self.kv_dec if d else 0) + sum(self.reqs.done[i] + c for i, c in chunks)
-        att = (self.kv_dec if d else 0) + sum(c * (self.reqs.done[i] + c) for i, c in chunks)
+        p = 0
+        kv = att = self.kv_dec if d else 0
+        done = self.reqs.done
+        for i, c in chunks:  # a chunk reads its context so far and writes itself
+            p += c
+            kv += done[i] + c
+            att += c * (done[i] + c)
         dt = self.model.time(d, p, kv, att)
         self.now += dt
         firsts = self._apply(chunks)

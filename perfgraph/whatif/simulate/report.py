@@ -21,7 +21,8 @@ def _num(x: float | None) -> str:
 
 def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
     lines = [title + (" · PARTIAL (interrupted)" if s["partial"] else ""),
-             f"{s['requests']} requests ({s['warmup']} warm-up left out), "
+             f"{s['requests']} requests ({s['measured']} measured, {s['warmup']} warm-up left "
+             f"out), "
              f"{s['steps']} steps, {s['simulated_s']:.4g} s simulated", ""]
     if s["overload"]:
         o = s["overload"]
