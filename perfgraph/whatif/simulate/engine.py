@@ -190,7 +190,7 @@ class Engine:
                 break
             chunks.append((i, c))
             budget -= c
-        while budget > 0 and self._can_admit():
+        while budget > 0 and self.waiting and len(self.order) < self.policy.max_seqs:
             i = self.waiting[0]
             start = self._start_of(i)
             left = r.plen[i] - start
