@@ -14,7 +14,7 @@ from perfgraph.cli import main
 from perfgraph.scenario import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.step_time import StepModel
-from perfgraph.whatif.simulate.summary import summarise, weighted_quantiles
+from perfgraph.whatif.simulate.summary import stats, summarise, weighted_quantiles
 from tests.conftest import DATA
 
 VLLM_LENGTHS = DATA / "simulate" / "a100_tp8_qps_04_lengths.json"
@@ -108,6 +108,14 @@ def test_static_batches_wait_for_their_longest_request() -> None:
     static = summarise(simulate(sheet, Setup(users=64, requests=640, lengths="workload",
                                              scheduler="static")), sheet)
     assert static["output_throughput"] < 0.9 * vllm["output_throughput"]
+    assert static["batch"]["max"] == 64  # a batch fills up to max_num_seqs
+
+
+def test_p999_only_with_ten_thousand_requests() -> None:
+    values = np.arange(10_000, dtype=float)
+    assert "p99.9" in stats(values, None, 1.0, 10_000)
+    assert stats(values, None, 1.0, 10_000)["p99.9"] == 9990.0
+    assert "p99.9" not in stats(values[:9_999], None, 1.0, 9_999)
 
 
 def test_weighted_quantiles_by_hand() -> None:

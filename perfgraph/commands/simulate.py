@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     setup = setup_from(args)
     scenario = load_scenario(args)
     sheet = scenario.sheet
-    result = simulate(sheet, setup, _progress(setup))
+    progress = _progress(setup)
+    result = simulate(sheet, setup, progress)
+    if progress is not None:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)  # clear the bar's line
     for note in result.notes:
         print(f"perfgraph: note: {note}", file=sys.stderr)
     summary = summarise(result, sheet)
