@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"perfgraph: note: {note}", file=sys.stderr)
     summary = summarise(result, sheet)
+    summary["measured"] = result.lengths.measured
+    summary["measured_source"] = result.lengths.source
     if not result.complete:
         print("perfgraph: interrupted: the summary covers the requests done so far"
               + ("; no file written" if args.out or args.trace else ""), file=sys.stderr)

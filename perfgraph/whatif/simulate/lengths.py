@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,8 @@ class Lengths:
     rate: float | None = None  # request/s a measured run used (inf: all at once)
     cv: float = 1.0  # its gaps' coefficient of variation
     source: str = "fixed"
+    #: what the measured run reported, {metric: {stat: ms}} (vLLM's mean/median/p99)
+    measured: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def from_sheet(kind: str, sheet: Sheet, n: int, rng: np.random.Generator) -> Lengths:
@@ -75,7 +77,18 @@ def _read_vllm(data: object, path: str) -> Lengths:
     rate = math.inf if rate in (None, "inf") else float(rate)
     burst = float(data.get("burstiness") or 1.0)
     return Lengths(np.maximum(isl[keep], 1), osl[keep], rate=rate, cv=1 / math.sqrt(burst),
-                   source=Path(path).name)
+                   source=Path(path).name, measured=_measured(data))
+
+
+def _measured(data: dict) -> dict[str, dict[str, float]]:
+    """vLLM's own summary of the run: mean, median (p50) and p99 of TTFT, TPOT, ITL in ms."""
+    out: dict[str, dict[str, float]] = {}
+    for metric in ("ttft", "tpot", "itl"):
+        for stat, key in (("mean", "mean"), ("p50", "median"), ("p99", "p99")):
+            value = data.get(f"{key}_{metric}_ms")
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                out.setdefault(metric, {})[stat] = float(value)
+    return out
 
 
 def _column(values: object, name: str, path: str) -> np.ndarray:

@@ -19,6 +19,12 @@ def _num(x: float | None) -> str:
     return f"{x:.4g}"
 
 
+def _err(sim: float | None, measured: float) -> str:
+    if sim is None or not measured:
+        return "—"
+    return f"{100 * (sim / measured - 1):+.0f}%"
+
+
 def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
     lines = [title + (" · PARTIAL (interrupted)" if s["partial"] else ""),
              f"{s['requests']} requests ({s['measured']} measured, {s['warmup']} warm-up left "
@@ -47,6 +53,14 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
+    if s.get("measured"):
+        lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
+                      f"measured (error)"]
+        for metric, got in s["measured"].items():
+            sim = s["latency"][metric][1]
+            cells = [f"{k} {_num(sim.get(k))} / {_num(v)} ms ({_err(sim.get(k), v)})"
+                     for k, v in got.items()]
+            lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
     if s["dropped"]:
         lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
     return "\n".join([*lines, "", sheet_line]) + "\n"
@@ -72,6 +86,8 @@ def as_json(s: dict[str, Any], scenario: dict[str, str]) -> str:
            "preemptions": s["preemptions"], "dropped": s["dropped"],
            "batch": {k: q(v, "") for k, v in s["batch"].items()},
            "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
+           "measured": {metric: {k: q(v, "ms") for k, v in got.items()}
+                        for metric, got in (s.get("measured") or {}).items()},
            "overloaded": s["overload"] is not None,
            "overload": None if not s["overload"] else {
                "offered": q(s["overload"]["offered"], "request/s"),
