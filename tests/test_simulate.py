@@ -132,9 +132,9 @@ def test_replays_a_vllm_runs_lengths(capsys: pytest.CaptureFixture[str]) -> None
     assert doc["latency"]["ttft"]["p50"]["unit"] == "ms"
     assert doc["output_throughput"]["unit"] == "token/s"
     # the run's own percentiles beside the simulated ones (the file's vLLM summary)
-    assert doc["measured"]["ttft"]["p50"] == {"value": pytest.approx(49.50, abs=0.01),
+    assert doc["run_measured"]["ttft"]["p50"] == {"value": pytest.approx(49.50, abs=0.01),
                                               "unit": "ms"}
-    assert set(doc["measured"]) == {"ttft", "tpot"}
+    assert set(doc["run_measured"]) == {"ttft", "tpot"}
 
 
 def test_out_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"perfgraph: note: {note}", file=sys.stderr)
     summary = summarise(result, sheet)
-    summary["measured"] = result.lengths.measured
+    summary["run_measured"] = result.lengths.measured
     summary["measured_source"] = result.lengths.source
     if not result.complete:
         print("perfgraph: interrupted: the summary covers the requests done so far"

@@ -53,10 +53,10 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
-    if s.get("measured"):
+    if s.get("run_measured"):
         lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
                       f"measured (error)"]
-        for metric, got in s["measured"].items():
+        for metric, got in s["run_measured"].items():
             sim = s["latency"][metric][1]
             cells = [f"{k} {_num(sim.get(k))} / {_num(v)} ms ({_err(sim.get(k), v)})"
                      for k, v in got.items()]
@@ -86,8 +86,8 @@ def as_json(s: dict[str, Any], scenario: dict[str, str]) -> str:
            "preemptions": s["preemptions"], "dropped": s["dropped"],
            "batch": {k: q(v, "") for k, v in s["batch"].items()},
            "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
-           "measured": {metric: {k: q(v, "ms") for k, v in got.items()}
-                        for metric, got in (s.get("measured") or {}).items()},
+           "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
+                            for metric, got in (s.get("run_measured") or {}).items()},
            "overloaded": s["overload"] is not None,
            "overload": None if not s["overload"] else {
                "offered": q(s["overload"]["offered"], "request/s"),
