@@ -24,7 +24,7 @@ def sheet():
 
 def test_the_whole_tree_expands_every_ancestor_once(sheet) -> None:
     tree = value_tree(sheet, "itl")
-    expanded = [n for n in _names(tree, expanded_only=True)]
+    expanded = _names(tree, expanded_only=True)
     ancestors = {n for n in sheet.names if "itl" in _descendants(sheet, n)}
     assert sorted(expanded) == sorted(ancestors | {"itl"})
     assert len(expanded) == len(set(expanded))
@@ -46,7 +46,8 @@ def test_depth_limits_the_levels(sheet) -> None:
 def test_cli_prints_and_emits_the_tree(capsys) -> None:
     assert main(["explain", "ttft", "--depth", "2"]) == 0
     out = capsys.readouterr().out
-    assert "  derived from\n    ttft = 36.51 ms  = prefill_time\n      prefill_time = 36.51 ms" in out
+    assert ("  derived from\n    ttft = 36.51 ms  = prefill_time\n"
+            "      prefill_time = 36.51 ms") in out
     assert main(["explain", "ttft", "--depth", "all", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tree"]["name"] == "ttft"
