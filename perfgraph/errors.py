@@ -14,7 +14,15 @@ also inherits the built-in it resembles, so callers that catch ``ValueError`` st
      ├── DeclarationError      (ValueError)    a TOML entry of the wrong shape
      ├── CatalogError          (LookupError)   no such model, hardware, workload, precision
      ├── InputError            (ValueError)    a bad command-line value
-     └── EvaluationError       (ArithmeticError) reading a cell whose value is an error
+     ├── EvaluationError       (ArithmeticError) reading a cell whose value is an error
+     ├── ImportModelError      (ValueError)    a config.json lacks or garbles a field
+     └── MeasuredFileError     (ValueError)    a measured-run file cannot be read at all
+          ├── UnknownFormatError               it parses, but matches no known format
+          └── MetaFileError                    its perfgraph.meta.toml sidecar is wrong
+
+Lower layers raise these where the fault is found; a library error (a JSON decoder's, a TOML
+parser's) is turned into one of them at the one place that calls the library, never left to
+reach the CLI, which prints any PerfgraphError as one line and exits 2.
 
 A cell whose evaluation fails does not raise: its value is a :class:`CellError`, like a
 spreadsheet's ``#DIV/0!``, and cells that read it get a CellError naming the root cause.
@@ -98,6 +106,42 @@ class InputError(PerfgraphError, ValueError):
 
 class EvaluationError(PerfgraphError, ArithmeticError):
     pass
+
+
+class ImportModelError(PerfgraphError, ValueError):
+    """A config.json lacks a field the parameter count needs, or holds an unusable value."""
+
+
+class MeasuredFileError(PerfgraphError, ValueError):
+    """A measured-run file cannot be read at all (truncated JSON, not text, empty).
+
+    ``source`` is the file, ``reason`` what is wrong; ``line`` and ``col`` (where the parser
+    stopped) are part of the message as "(line L, column C)"."""
+
+    def __init__(self, source: str, reason: str, line: int | None = None,
+                 col: int | None = None) -> None:
+        super().__init__(reason, file=source, line=line, col=col)
+        self.source, self.reason = source, reason
+
+    def __str__(self) -> str:
+        where = f" (line {self.line}, column {self.col})" if self.line is not None else ""
+        return f"{self.source}: {self.reason}{where}"
+
+
+class UnknownFormatError(MeasuredFileError):
+    """The file parsed, but its content matches none of the known formats."""
+
+    def __init__(self, message: str) -> None:
+        source, _, reason = message.partition(": ")
+        super().__init__(source, reason)
+
+
+class MetaFileError(MeasuredFileError):
+    """A ``perfgraph.meta.toml`` sidecar that does not parse or holds a wrong key or value."""
+
+    def __init__(self, message: str) -> None:
+        source, _, reason = message.partition(": ")
+        super().__init__(source, reason)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -41,7 +41,7 @@ def read_measured(paths: Iterable[str]) -> Measured:
         except FileNotFoundError:
             problems.append(RunProblem(str(path), None, "no such file"))
             continue
-        except (MeasuredFileError, ValueError, OSError) as exc:  # unknown format, bad sidecar
+        except (MeasuredFileError, OSError) as exc:  # unknown format, bad sidecar, unreadable
             reason = str(exc).removeprefix(f"{path}: ")
             problems.append(RunProblem(str(path), None, reason))
             fmt = read_format(path)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         text = model_toml(config, slug, args.source or str(path), name=args.name)
     except ImportModelError as exc:
-        raise InputError(str(exc), file=str(path)) from None
+        raise exc.located(file=str(path)) from None
     if not args.out:
         sys.stdout.write(text)
         return 0
