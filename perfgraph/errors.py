@@ -12,6 +12,7 @@ also inherits the built-in it resembles, so callers that catch ``ValueError`` st
      ├── DimensionError        (TypeError)     a formula's dimensions differ from its unit
      ├── CycleError            (ValueError)    a formula or pin would make a cycle
      ├── DeclarationError      (ValueError)    a TOML entry of the wrong shape
+     │    └── ProblemsError                    several problems in one file, all listed
      ├── CatalogError          (LookupError)   no such model, hardware, workload, precision
      ├── InputError            (ValueError)    a bad command-line value
      ├── EvaluationError       (ArithmeticError) reading a cell whose value is an error
@@ -31,7 +32,7 @@ spreadsheet's ``#DIV/0!``, and cells that read it get a CellError naming the roo
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -94,6 +95,28 @@ class CycleError(PerfgraphError, ValueError):
 
 class DeclarationError(PerfgraphError, ValueError):
     pass
+
+
+class ProblemsError(DeclarationError):
+    """Every problem found in one file, reported at once (each still a PerfgraphError in
+    ``problems``): a user fixes them in one go, not one run at a time."""
+
+    def __init__(self, problems: Iterable[PerfgraphError]) -> None:
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} problems:\n{lines}",
+                         file=self.problems[0].file if self.problems else None)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def raise_all(problems: Sequence[PerfgraphError]) -> None:
+    """Raise the one problem as it is, several as a :class:`ProblemsError`; none: return."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ProblemsError(problems)
 
 
 class CatalogError(PerfgraphError, LookupError):

@@ -58,3 +58,16 @@ def test_a_measured_file_error_names_the_file_and_where_the_parser_stopped() -> 
     assert (unknown.source, unknown.reason) == ("x.json", "the JSON content matches no known "
                                                           "format")
     assert str(unknown) == "x.json: the JSON content matches no known format"
+
+
+def test_a_scenario_file_reports_every_problem_at_once(capsys) -> None:
+    from pathlib import Path
+
+    from perfgraph.cli.main import main
+
+    path = Path(__file__).parent / "data" / "problems" / "scenario-many-problems.toml"
+    assert main(["eval", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "4 problems:" in err
+    for line, name in ((3, "modle"), (6, "tp"), (7, "concurrency"), (8, "nope")):
+        assert f"{path}:{line}: {name}: " in err

@@ -9,6 +9,7 @@ from, so an error in any layer names its file and line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,9 +25,17 @@ from perfgraph.errors import (
     InputError,
     PerfgraphError,
     UnknownNameError,
+    raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
-from perfgraph.scenario.catalog import Entry, cell_declaration, check_keys, load_entry, load_sheets
+from perfgraph.scenario.catalog import (
+    Entry,
+    cell_declaration,
+    check_keys,
+    key_problems,
+    load_entry,
+    load_sheets,
+)
 
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
             "precision": "fp8"}
@@ -121,7 +130,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     if calibration is not None:
         _apply(decls, calibration)
     if file_entry is not None:
-        _apply(decls, file_entry)
+        _apply(decls, file_entry, key_problems(file_entry, SCENARIO_KEYS))
     for name, raw in spec.sets:
         _assign(decls, name, raw, Origin("--set"))
     _check_complete(decls, entries, file_entry)
@@ -162,9 +171,7 @@ def _scenario_file(path: str) -> Entry:
         raise CatalogError("a folder, not a scenario file", file=path)
     if not Path(path).is_file():
         raise CatalogError(f"no such scenario file: {path}", file=path)
-    entry = Entry("scenario", tomlfile.read(path))
-    check_keys(entry, SCENARIO_KEYS)
-    return entry
+    return Entry("scenario", tomlfile.read(path))  # its keys are checked with its values
 
 
 def _overlay_file(path: str) -> Entry:
@@ -191,12 +198,23 @@ def _relative(entry: Entry | None, name: str) -> str:
     return name
 
 
-def _apply(decls: dict[str, Declaration], entry: Entry) -> None:
+def _apply(decls: dict[str, Declaration], entry: Entry,
+           problems: Sequence[PerfgraphError] = ()) -> None:
+    """The entry's cells and values onto ``decls``; every problem in it is reported at once
+    (``problems``: those already found in the file, such as unknown keys)."""
+    found = list(problems)
     for name, table in entry.cells():
-        decls[name] = cell_declaration(entry.doc, ("cells", name), table,
-                                       group=entry.kind, base=decls.get(name))
+        try:
+            decls[name] = cell_declaration(entry.doc, ("cells", name), table,
+                                           group=entry.kind, base=decls.get(name))
+        except PerfgraphError as exc:
+            found.append(exc)
     for name, raw, origin in entry.values():
-        _assign(decls, name, raw, origin)
+        try:
+            _assign(decls, name, raw, origin)
+        except PerfgraphError as exc:
+            found.append(exc)
+    raise_all(found)
 
 
 def _assign(decls: dict[str, Declaration], name: str, raw: Any, origin: Origin) -> None:
