@@ -50,13 +50,14 @@ def _is_array(*xs: Value) -> bool:
     return any(isinstance(x, np.ndarray) for x in xs)
 
 
-def _elementwise(scalar: Callable[[float], float], array: Callable[..., Any]) -> Callable:
+def _elementwise(scalar: Callable[[float], float],
+                 array: Callable[..., Any]) -> Callable[[Value], Value]:
     def call(x: Value) -> Value:
         return array(x) if _is_array(x) else float(scalar(x))
     return call
 
 
-def _fold(scalar: Callable, array: Callable) -> Callable:
+def _fold(scalar: Callable[..., Any], array: Callable[..., Any]) -> Callable[..., Value]:
     def call(*xs: Value) -> Value:
         return reduce(array, xs) if _is_array(*xs) else float(scalar(xs))
     return call
@@ -65,7 +66,7 @@ def _fold(scalar: Callable, array: Callable) -> Callable:
 #: name → (arity or None for 1+, dimension rule, implementation)
 #: rules: "same" all args share dims → that; "dimless" args and result dimensionless;
 #: "sqrt" halves the dims.
-FUNCTIONS: dict[str, tuple[int | None, str, Callable]] = {
+FUNCTIONS: dict[str, tuple[int | None, str, Callable[..., Value]]] = {
     "min": (None, "same", _fold(min, np.minimum)),
     "max": (None, "same", _fold(max, np.maximum)),
     "abs": (1, "same", _elementwise(abs, np.abs)),
@@ -114,7 +115,7 @@ class Formula:
 
     def render(self, show: Callable[[str], str]) -> str:
         """The formula with each cell name replaced by ``show(name)``: ``1024 × 2 × 7.00E10``."""
-        return _Renderer(show).visit(self.tree)
+        return str(_Renderer(show).visit(self.tree))
 
 
 def parse(text: str) -> Formula:

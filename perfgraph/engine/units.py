@@ -30,7 +30,7 @@ def _definitions() -> str:
     return text.replace("\nbit = []", "\nbit = [information]")
 
 
-def _registry() -> pint.UnitRegistry:
+def _registry() -> pint.UnitRegistry[Any]:
     """Pint's default units, except that ``bit`` (hence ``B``) is a dimension of its own.
 
     Pint declares ``bit = []``, dimensionless, so bytes would silently mix with plain
@@ -51,7 +51,7 @@ def _registry() -> pint.UnitRegistry:
     return registry
 
 
-def _cached_registry(text: str) -> pint.UnitRegistry | None:
+def _cached_registry(text: str) -> pint.UnitRegistry[Any] | None:
     try:
         from platformdirs import user_cache_dir
 
