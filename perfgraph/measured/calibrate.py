@@ -128,7 +128,8 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
 
 
 def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:
-    shapes = sorted({(round(c.setup.isl), round(c.setup.osl)) for c in runs})
+    shapes = sorted({(round(c.setup.isl), round(c.setup.osl)) for c in runs
+                     if c.setup.isl is not None and c.setup.osl is not None})
     return tuple(f"{i}/{o}" for i, o in shapes)
 
 
