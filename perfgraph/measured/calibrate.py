@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -293,7 +294,7 @@ def overlay_text(fit: Fit, use: str = "") -> str:
         lines.append(f"# Use: {use}")
     groups = sorted({" · ".join(str(p) for p in c.setup.group) for c in fit.fitted_runs})
     lines += ["", f'name = "Calibrated efficiencies ({"; ".join(groups)}, '
-                  f'{len(fit.fitted_runs)} runs)"', "", "[values]"]
+                  f'{len(fit.fitted_runs)} runs)"', "", *profile_lines(fit), "", "[values]"]
     for cell, on in STRUCTURE.items():
         lines.append(f"{f'{cell} = {str(on).lower()}':<34}  # structure the fit assumed")
     for t in TARGETS:
@@ -303,6 +304,28 @@ def overlay_text(fit: Fit, use: str = "") -> str:
         shown = f'"{value:.4g} {unit_text}"' if unit_text else f"{value:.4g}"
         lines.append(f"{f'{t.cell} = {shown}':<34}  # {t.doc}")
     return "\n".join(lines) + "\n"
+
+
+def profile_lines(fit: Fit, engine: str | None = None,
+                  engine_version: str | None = None) -> list[str]:
+    """The overlay's ``[profile]`` table (perfgraph.scenario.profiles): what it was fitted
+    on and its held-out error, for the label every prediction made with it carries."""
+    hardware = sorted({c.setup.hardware for c in fit.fitted_runs if c.setup.hardware})
+    lines = ["[profile]"]
+    if len(hardware) == 1:
+        lines.append(f'hardware = "{Path(hardware[0]).stem}"')
+    if engine:
+        lines.append(f'engine = "{engine}"')
+    if engine_version:
+        lines.append(f'engine_version = "{engine_version}"')
+    lines.append(f"runs = {len(fit.fitted_runs)}")
+    held = {e.metric: e.calibrated for e in fit.held_out if e.calibrated is not None}
+    if held:
+        inner = ", ".join(f"{m} = {v:.3f}" for m, v in held.items())
+        lines.append(f"held_out = {{ {inner} }}")
+    if fit.workloads:
+        lines.append("workloads = [" + ", ".join(f'"{w}"' for w in fit.workloads) + "]")
+    return lines
 
 
 def _described(what: str, runs: Sequence[Comparison]) -> list[str]:

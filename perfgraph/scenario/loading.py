@@ -28,6 +28,7 @@ from perfgraph.errors import (
     raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
+from perfgraph.scenario import profiles
 from perfgraph.scenario.catalog import (
     Entry,
     cell_declaration,
@@ -40,7 +41,7 @@ from perfgraph.scenario.catalog import (
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
             "precision": "fp8"}
 SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "values", "cells")
-CALIBRATION_KEYS = ("name", "doc", "values", "cells")
+CALIBRATION_KEYS = ("name", "doc", "values", "cells", "profile")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
 
@@ -75,6 +76,11 @@ class Scenario:
         return {"model": self.model, "hardware": self.hardware,
                 "workload": self.workload}[kind].doc.path if kind != "precision" \
             else self.precision
+
+    @property
+    def prediction(self) -> str:
+        """What the numbers are: ``roofline``, or ``calibrated: …, N runs, held-out error``."""
+        return profiles.label(self.calibration.doc if self.calibration else None)
 
     @property
     def title(self) -> str:
@@ -126,7 +132,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
             raise exc.located(file=file_entry.path, line=file_entry.doc.line("precision")) \
                 from None
         raise
-    calibration = _overlay_file(spec.calibration) if spec.calibration else None
+    calibration = _calibration(spec.calibration, entries["hardware"])
     if calibration is not None:
         _apply(decls, calibration)
     if file_entry is not None:
@@ -174,11 +180,23 @@ def _scenario_file(path: str) -> Entry:
     return Entry("scenario", tomlfile.read(path))  # its keys are checked with its values
 
 
+def _calibration(given: str | None, hardware: Entry) -> Entry | None:
+    """The overlay named, or with ``auto`` the shipped profile for the hardware (none: the
+    roofline, and :attr:`Scenario.prediction` says so)."""
+    if not given:
+        return None
+    if given.strip().lower() == "auto":
+        found = profiles.find_profile(hardware.slug)
+        return _overlay_file(str(found)) if found else None
+    return _overlay_file(given)
+
+
 def _overlay_file(path: str) -> Entry:
     if not Path(path).is_file():
         raise CatalogError(f"no such calibration file: {path}", file=path)
     entry = Entry("calibration", tomlfile.read(path))
     check_keys(entry, CALIBRATION_KEYS)
+    profiles.check_profile(entry.doc)
     return entry
 
 

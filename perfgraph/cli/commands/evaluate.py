@@ -65,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     cells = [cell_view(scenario.sheet, n) for n in names]
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
-                          "precision": scenario.precision}}
-    text = render(cells, fmt, scenario.title, **extra)
+                          "precision": scenario.precision},
+             "prediction": scenario.prediction}
+    text = render(cells, fmt, f"{scenario.title} · {scenario.prediction}", **extra)
     if args.out:
         write_text_atomic(args.out, text)
         return 0
