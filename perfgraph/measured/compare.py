@@ -24,6 +24,7 @@ throughput and TPOT as columns.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:
 def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: Baseline,
                    levers: bool) -> list[Comparison]:
     try:
-        sheet = load(setups[0].spec(base.spec)).sheet
+        spec = setups[0].spec(base.spec)
+        sheet = load(dataclasses.replace(spec, calibration=None)).sheet
+        calibrated = load(spec).sheet if spec.calibration else None
     except PerfgraphError as exc:
         return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
             runs, setups, strict=True)]
@@ -143,9 +146,17 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
         derived = measured_utilisation(sheet, cols, measured)
         like = like_for_like(sheet, model, [m.throughput_key for m in measured])
         like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
+        predicted = None
+        if calibrated is not None:
+            predicted = like_for_like(calibrated, calibrated.evaluate_columns(cols, n),
+                                      [m.throughput_key for m in measured])
+            predicted["e2el"] = _e2el_at_run_osl(calibrated, cols, setups, predicted["e2el"])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
         metrics = _metrics(sheet, like, i, setup, measured[i])
+        if predicted is not None:
+            metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
+                            if m.metric in predicted else m for m in metrics)
         mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
         found = findings(run, setup, metrics, mbu, headroom,
                          sheet if levers else None)
