@@ -56,3 +56,27 @@ def test_a_bad_profile_table_names_the_file_and_key(tmp_path, capsys) -> None:
     assert main(["eval", "--calibration", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:3: runz: unknown key 'runz' in [profile]" in err
+
+
+def test_compare_holds_each_run_against_the_roofline_and_the_prediction() -> None:
+    from pathlib import Path
+
+    from perfgraph.measured.adapters import read_runs
+    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.setup import Baseline
+
+    runs = read_runs(Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8"
+                     / "1k1k" / "H100.json").runs
+    plain = compare_runs(runs, Baseline.from_spec(ScenarioSpec()), levers=False)
+    calibrated = compare_runs(runs, Baseline.from_spec(ScenarioSpec(calibration="auto")),
+                              levers=False)
+    for a, b in zip(plain, calibrated, strict=True):
+        for metric in ("ttft", "tpot", "throughput"):
+            roof, pred = a.metric(metric), b.metric(metric)
+            assert pred.modelled == pytest.approx(roof.modelled)  # the ceiling, both times
+            assert roof.predicted is None and pred.predicted is not None
+            assert pred.vs_predicted == pytest.approx(pred.measured / pred.predicted - 1)
+            if metric == "throughput":
+                assert pred.predicted < pred.modelled  # a prediction sits under the ceiling
+            else:
+                assert pred.predicted > pred.modelled
