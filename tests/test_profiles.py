@@ -80,3 +80,25 @@ def test_compare_holds_each_run_against_the_roofline_and_the_prediction() -> Non
                 assert pred.predicted < pred.modelled  # a prediction sits under the ceiling
             else:
                 assert pred.predicted > pred.modelled
+
+
+def test_a_run_well_below_its_prediction_names_the_term_that_grew() -> None:
+    from pathlib import Path
+
+    from perfgraph.measured.adapters import read_runs
+    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.findings import PREDICTED_TPOT_FACTOR, STEP_TERMS
+    from perfgraph.measured.setup import Baseline
+
+    runs = read_runs(Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8"
+                     / "8k1k" / "H100.json").runs
+    compared = compare_runs(runs, Baseline.from_spec(ScenarioSpec(calibration="auto")),
+                            levers=False)
+    slow = [(c, f) for c in compared for f in c.findings if f.id == "slower-than-predicted"]
+    assert slow  # the 8k runs at batch >= 16 are slower than the profile says
+    labels = [label for label, _ in STEP_TERMS.values()]
+    for c, f in slow:
+        assert 1 + c.metric("tpot").vs_predicted >= PREDICTED_TPOT_FACTOR
+        assert any(label in f.text for label in labels)
+    plain = compare_runs(runs, Baseline.from_spec(ScenarioSpec()), levers=False)
+    assert not any(f.id == "slower-than-predicted" for c in plain for f in c.findings)

@@ -35,7 +35,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.findings import Finding, findings
+from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
 from perfgraph.scenario.loading import load
@@ -146,10 +146,13 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
         derived = measured_utilisation(sheet, cols, measured)
         like = like_for_like(sheet, model, [m.throughput_key for m in measured])
         like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
-        predicted = None
+        predicted, terms = None, {}
         if calibrated is not None:
-            predicted = like_for_like(calibrated, calibrated.evaluate_columns(cols, n),
-                                      [m.throughput_key for m in measured])
+            values = calibrated.evaluate_columns(cols, n)
+            predicted = like_for_like(calibrated, values, [m.throughput_key for m in measured])
+            terms = {c: in_unit(calibrated, values, c, "ms") for c in STEP_TERMS
+                     if c in calibrated.names and (c != "step_attention_time"
+                                                   or calibrated.magnitude("kernel_roofline"))}
             predicted["e2el"] = _e2el_at_run_osl(calibrated, cols, setups, predicted["e2el"])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
@@ -158,8 +161,8 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
             metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
                             if m.metric in predicted else m for m in metrics)
         mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
-        found = findings(run, setup, metrics, mbu, headroom,
-                         sheet if levers else None)
+        found = findings(run, setup, metrics, mbu, headroom, sheet if levers else None,
+                         {c: float(v[i]) for c, v in terms.items() if math.isfinite(v[i])})
         out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
                               _finite(measured[i].output_equivalent), found))
     return out
