@@ -13,7 +13,7 @@ import resource
 import statistics
 import time
 
-from perfgraph.scenario import load
+from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.step_time import StepModel
 from perfgraph.whatif.simulate.summary import summarise

@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from perfgraph.scenario import ScenarioSpec, load, parse_set
+from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.summary import summarise
 

@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from perfgraph.cli import main
-from perfgraph.scenario import ScenarioSpec, load, parse_set
+from perfgraph.cli.main import main
+from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.step_time import StepModel
 from perfgraph.whatif.simulate.summary import stats, summarise, weighted_quantiles

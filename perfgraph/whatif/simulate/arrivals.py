@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.units import parse_quantity, unit
+from perfgraph.engine.units import parse_quantity, unit
 
 ARRIVALS = ("poisson", "gamma:CV", "constant")
 

@@ -73,7 +73,7 @@ class Engine:
                 tick += 1
                 if progress is not None and tick % 256 == 0:
                     progress(self.completed)
-        except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli)
+        except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli.main)
             self.signal = int(getattr(exc, "signum", 2))
             return False
         return True

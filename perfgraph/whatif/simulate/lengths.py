@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from perfgraph.errors import InputError
-from perfgraph.graph import Sheet
+from perfgraph.engine.sheet import Sheet
 
 LENGTHS = ("fixed", "workload", "FILE")
 

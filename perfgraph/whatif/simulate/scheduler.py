@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from perfgraph.errors import InputError
-from perfgraph.graph import Sheet
+from perfgraph.engine.sheet import Sheet
 
 SCHEDULERS = ("vllm", "sglang", "trtllm", "static")
 

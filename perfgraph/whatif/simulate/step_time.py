@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgraph.errors import InputError
-from perfgraph.graph import Sheet
+from perfgraph.engine.sheet import Sheet
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgraph.graph import Sheet
+from perfgraph.engine.sheet import Sheet
 from perfgraph.whatif.simulate import Run
 
 STATS = ("mean", "p50", "p90", "p99", "p99.9")
