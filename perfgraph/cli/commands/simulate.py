@@ -14,10 +14,10 @@ import argparse
 import sys
 import time
 
-from perfgraph.output import parquet as export
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import add_scenario_options, load_scenario
 from perfgraph.errors import InputError
+from perfgraph.output import parquet as export
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace

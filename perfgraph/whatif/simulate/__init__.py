@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgraph.errors import InputError
 from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate import lengths as lens
 from perfgraph.whatif.simulate.engine import Engine

@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.engine.units import parse_quantity, unit
+from perfgraph.errors import InputError, PerfgraphError
 
 ARRIVALS = ("poisson", "gamma:CV", "constant")
 

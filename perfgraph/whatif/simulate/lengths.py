@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgraph.errors import InputError
 from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
 
 LENGTHS = ("fixed", "workload", "FILE")
 

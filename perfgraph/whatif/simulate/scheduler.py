@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from perfgraph.errors import InputError
 from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
 
 SCHEDULERS = ("vllm", "sglang", "trtllm", "static")
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgraph.errors import InputError
 from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
 
 
 @dataclass(frozen=True)
