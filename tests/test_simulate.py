@@ -35,8 +35,8 @@ def test_the_step_model_is_the_sheets_decode_step_and_prefill() -> None:
     sheet = sheet_of()
     model = StepModel.from_sheet(sheet)
     ctx = 64 * 1536  # the seed's worked example: 64 sequences at avg_context 1536
-    assert model.time(64, 0, ctx) == pytest.approx(12.93e-3, rel=1e-3)  # 8.66E10 B / 6.7 TB/s
-    assert model.time(0, 1024, 1024) == pytest.approx(36.51e-3, rel=1e-3)  # 1.445E14 / 3.958E15
+    assert model.time(64, 0, ctx, ctx) == pytest.approx(12.93e-3, rel=1e-3)  # 8.66E10 B / 6.7 TB/s
+    assert model.time(0, 1024, 1024, 0, 1024 * 1024) == pytest.approx(36.51e-3, rel=1e-3)
     assert model.check(sheet) == []
     run_ = model.decode_run(64, ctx, 3)
     assert run_[0] == pytest.approx(model.time(64, 0, ctx))
@@ -221,3 +221,22 @@ def test_the_readme_example_is_what_simulate_prints(capsys: pytest.CaptureFixtur
     command, expected = shown.split("\n", 1)
     code, out, _ = run(capsys, *shlex.split(command.removeprefix("$ perfgraph ")))
     assert code == 0 and out == expected
+
+
+def test_a_calibration_profile_reaches_the_step_model() -> None:
+    """The shipped H100 vLLM profile turns on the realistic terms (kernel rooflines, prefill
+    in the step, per-sequence and TTFT fixed costs): the step model reads every one."""
+    sheet = sheet_of(ScenarioSpec(calibration="auto"))
+    assert sheet.magnitude("kernel_roofline") and sheet.magnitude("seq_step_overhead") > 0
+    model = StepModel.from_sheet(sheet)
+    assert model.check(sheet) == []
+    gap = 10 * sheet.magnitude("e2e_latency", "s")
+    alone = summarise(simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=10)), sheet)
+    want = sum(sheet.magnitude(c) for c in ("prefill_time", "prefill_tp_comm_time",
+                                            "ttft_overhead"))
+    assert alone["latency"]["ttft"][1]["mean"] == pytest.approx(want, rel=1e-3)
+    # the sheet spreads each prompt evenly over the decode steps, the simulation carries it
+    # in chunk_size pieces: the two part by ~5% here (benchmarks/README.md)
+    loop = summarise(simulate(sheet, Setup(users=64, requests=640)), sheet)
+    assert loop["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"),
+                                                               rel=0.06)

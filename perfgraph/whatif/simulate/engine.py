@@ -148,14 +148,14 @@ class Engine:
             if not d:
                 self._stall()
                 return
-        p = 0
-        kv = att = self.kv_dec if d else 0
+        p = att = 0
+        kv = self.kv_dec if d else 0
         done = self.reqs.done
         for i, c in chunks:  # a chunk reads its context so far and writes itself
             p += c
             kv += done[i] + c
             att += c * (done[i] + c)
-        dt = self.model.time(d, p, kv, att)
+        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att)
         self.now += dt
         firsts = self._apply(chunks)
         if d:
@@ -234,7 +234,7 @@ class Engine:
                 continue
             self.prefilling.remove(i)
             if r.gen[i] == 0:
-                r.t_first[i] = self.now
+                r.t_first[i] = self.now + self.model.ttft_overhead
                 firsts += 1
             else:
                 self.log.gap(self.now - r.t_last[i])
