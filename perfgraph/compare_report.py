@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgraph.adapters import MeasuredFileError, MeasuredRun, RunProblem, read_format, read_runs
+from perfgraph.atomic import INPUTS
 from perfgraph.compare import MBU_FORMULA, METRICS, MFU_FORMULA, Comparison, median_possible
 from perfgraph.display import number, quantity
 from perfgraph.measured_findings import _pct as pct
@@ -71,6 +72,8 @@ def _files(paths: Iterable[str], problems: list[RunProblem]) -> list[Path]:
             out += found
         else:
             out.append(path)
+    for path in out:
+        INPUTS.note(path)
     return out
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from perfgraph.atomic import write_text_atomic
 from perfgraph.calibrate import TARGETS, Fit, calibrate, overlay_text
 from perfgraph.commands.compare import add_run_options, one_line
-from perfgraph.commands.options import spec_from_args
+from perfgraph.commands.options import add_force_option, spec_from_args
 from perfgraph.compare_report import Measured, problem_lines, read_measured
 from perfgraph.display import quantity
 from perfgraph.errors import InputError
@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_options(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the overlay to write (e.g. h100-sxm.vllm.toml)")
+    add_force_option(p)
     p.add_argument("--holdout", nargs="+", default=[], metavar="RUN",
                    help="runs not fitted on, to report the error of the prediction")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table",

@@ -10,7 +10,7 @@ from typing import TextIO
 
 from perfgraph import export, sweep
 from perfgraph.atomic import write_atomic
-from perfgraph.commands.options import add_scenario_options, spec_from_args
+from perfgraph.commands.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.display import number
 
 FORMATS = ("parquet", "csv")
@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
                    help="parquet or csv (default: from --out's suffix; Parquet for a file "
                         "of any other name, CSV on stdout)")
+    add_force_option(p)
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="write only these cells (comma-separated; default: every cell)")
     p.set_defaults(func=run)
