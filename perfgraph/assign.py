@@ -20,6 +20,7 @@ import pint
 from perfgraph.declarations import Declaration
 from perfgraph.errors import (
     DimensionError,
+    EvaluationError,
     FormulaSyntaxError,
     InputError,
     PerfgraphError,
@@ -76,7 +77,10 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
     if formula.names:
         return Assignment(formula=formula)
     dims = formula.dims(lambda name: Dims.none())
-    magnitude = formula.compile()({})
+    try:
+        magnitude = formula.value({})
+    except EvaluationError as exc:
+        raise InputError(exc.message) from None
     # A formula of plain numbers (no unit names) is a bare number: in the declared unit.
     return Assignment(value=_convert(decl, float(magnitude), dims, text,
                                      bare=dims.dimensionless))

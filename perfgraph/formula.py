@@ -32,7 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from perfgraph.errors import DimensionError, FormulaSyntaxError, UnitError, UnknownNameError
+from perfgraph.errors import (
+    DimensionError,
+    EvaluationError,
+    FormulaSyntaxError,
+    UnitError,
+    UnknownNameError,
+)
 from perfgraph.units import Dims, formula_unit, parse_quantity
 
 MAX_LENGTH = 2000
@@ -84,8 +90,37 @@ _BINOPS: dict[type, tuple[str, Callable[[Value, Value], Value]]] = {
     ast.Sub: ("-", lambda a, b: a - b),
     ast.Mult: ("×", lambda a, b: a * b),
     ast.Div: ("÷", lambda a, b: a / b),
-    ast.Pow: ("**", lambda a, b: a ** b),
+    ast.Pow: ("**", lambda a, b: _pow(a, b)),
 }
+
+
+def _pow(a: Value, b: Value) -> Value:
+    result = a ** b
+    if type(result) is complex:  # (-8) ** 0.5: Python's answer is complex
+        raise ValueError("a negative number to a fractional power has no real value")
+    return result
+
+
+#: Why a formula failed, for the ArithmeticError / ValueError Python raised.
+_REASONS = {"math domain error": "a function's argument is outside its domain",
+            "math range error": "the result is too large",
+            "float division by zero": "division by zero"}
+
+
+def failure(exc: Exception, text: str) -> str:
+    """One line saying why the formula ``text`` failed with ``exc``."""
+    if isinstance(exc, ZeroDivisionError):
+        return f"division by zero in {text!r}"
+    reason = _REASONS.get(str(exc), str(exc))
+    if isinstance(exc, OverflowError) and reason == str(exc):
+        reason = f"the result is too large ({exc})"
+    return f"{reason} in {text!r}"
+
+
+#: What evaluating an allowlisted formula can raise: all of them mean "no value".
+ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError, TypeError)
+
+
 _CMPOPS: dict[type, Callable[[Value, Value], Value]] = {
     ast.Lt: lambda a, b: a < b,
     ast.LtE: lambda a, b: a <= b,
@@ -111,6 +146,17 @@ class Formula:
     def compile(self) -> Fn:
         """A closure computing the formula from an env of canonical magnitudes."""
         return _compile(self.tree)
+
+    def value(self, env: Env) -> float:
+        """The formula's value over ``env`` as a finite float; EvaluationError saying why
+        there is none (division by zero, a domain error, overflow, a complex result)."""
+        try:
+            result = float(self.compile()(env))
+        except ARITHMETIC as exc:
+            raise EvaluationError(failure(exc, self.text)) from None
+        if not math.isfinite(result):
+            raise EvaluationError(f"{self.text!r} is not a finite number ({result})")
+        return result
 
     def render(self, show: Callable[[str], str]) -> str:
         """The formula with each cell name replaced by ``show(name)``: ``1024 × 2 × 7.00E10``."""

@@ -32,7 +32,7 @@ from perfgraph.errors import (
     UnknownNameError,
     did_you_mean,
 )
-from perfgraph.formula import Fn, check_names
+from perfgraph.formula import ARITHMETIC, Fn, check_names, failure
 from perfgraph.units import Q_
 
 Value = float | CellError
@@ -128,10 +128,8 @@ class Sheet:
                 return CellError.reading(src, v)
         try:
             result = float(fn(values))
-        except ZeroDivisionError:
-            return CellError(f"division by zero in {decl.formula.text!r}", name)  # type: ignore[union-attr]
-        except (OverflowError, ValueError, TypeError) as exc:
-            return CellError(f"{exc} in {decl.formula.text!r}", name)  # type: ignore[union-attr]
+        except ARITHMETIC as exc:
+            return CellError(failure(exc, decl.formula.text), name)  # type: ignore[union-attr]
         if not math.isfinite(result):
             return CellError(f"result is not a finite number ({result})", name)
         return result
