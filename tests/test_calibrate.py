@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import tomlkit
 
-from perfgraph.adapters import Metric, read_runs
-from perfgraph.calibrate import FIT_METRICS, TARGETS, calibrate, overlay_text
-from perfgraph.cli import main
-from perfgraph.compare import config_columns, like_for_like
+from perfgraph.cli.main import main
 from perfgraph.errors import InputError
-from perfgraph.run_setup import Baseline, setup_run
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.measured.adapters import Metric, read_runs
+from perfgraph.measured.calibrate import FIT_METRICS, TARGETS, calibrate, overlay_text
+from perfgraph.measured.compare import config_columns, like_for_like
+from perfgraph.measured.setup import Baseline, setup_run
+from perfgraph.scenario.loading import ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data" / "measured"
 IMAX = DATA / "inferencemax_llama70b_fp8"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.cli import main
-from perfgraph.units import ureg
+from perfgraph.cli.main import main
+from perfgraph.engine.units import ureg
 from tests.conftest import DATA
 
 BAD = DATA / "bad"
@@ -187,7 +187,7 @@ def test_bad_command_lines(capsys: pytest.CaptureFixture[str], argv: list[str],
 
 
 def test_the_installed_command_exits_nonzero_without_a_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "perfgraph.cli", "eval",
+    proc = subprocess.run([sys.executable, "-m", "perfgraph.cli.main", "eval",
                            str(BAD / "dunder-import.toml")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2

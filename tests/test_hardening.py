@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph import atomic
-from perfgraph.cli import main
+from perfgraph._infra import atomic
+from perfgraph.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 HARDWARE = ROOT / "hardware" / "h100-sxm.toml"
@@ -27,7 +27,7 @@ HARDWARE = ROOT / "hardware" / "h100-sxm.toml"
 
 def run_cli(*argv: str, env: dict[str, str] | None = None, stdout=subprocess.PIPE,
             ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "perfgraph.cli", *argv], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "perfgraph.cli.main", *argv], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
                           stdout=stdout, stderr=subprocess.PIPE, timeout=120)
 
@@ -184,7 +184,7 @@ def test_a_sweep_killed_mid_write_is_cleaned_by_the_next(tmp_path):
     out = tmp_path / "s.parquet"
     proc = subprocess.Popen(
         [sys.executable, "-c", "import os, sys\n"
-         "from perfgraph import atomic\n"
+         "from perfgraph._infra import atomic\n"
          "def hang(tmp):\n"
          "    tmp.write_bytes(b'x' * 4096); print('ready', flush=True); sys.stdin.read()\n"
          f"atomic.write_atomic({str(out)!r}, hang)\n"],

@@ -17,9 +17,9 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, TabbedContent
 
-from perfgraph.cli import main
-from perfgraph.display import quantity
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.cli.main import main
+from perfgraph.engine.numbers import quantity
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 from perfgraph.tui import curves
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
@@ -262,7 +262,7 @@ def test_save_as_writes_a_new_scenario_file(tmp_path: Path) -> None:
 
 
 def test_apply_a_lever_and_undo_it() -> None:
-    levers = pytest.importorskip("perfgraph.levers")
+    levers = pytest.importorskip("perfgraph.whatif.levers")
     scenario: Scenario = load()
     advice = [a for a in levers.diagnose(scenario.sheet.fork()) if a.error is None]
     assert advice, "the default scenario has at least one applicable lever"

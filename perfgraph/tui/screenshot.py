@@ -11,9 +11,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from perfgraph.atomic import write_text_atomic
+from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.errors import PerfgraphError
-from perfgraph.scenario import load
+from perfgraph.scenario.loading import load
 from perfgraph.tui.app import make_app
 
 SIZE = (160, 50)
