@@ -48,6 +48,8 @@ class Sheet:
         self._reads: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, Value] = {}
         self._downstream: dict[str, list[str]] = {}
+        self._column_plans: dict[tuple[tuple[str, ...], tuple[str, ...] | None],
+                                 list[str]] = {}
         self._graph.add_nodes_from(self._decls)
         for decl in self._decls.values():
             self._wire(decl)
@@ -111,6 +113,7 @@ class Sheet:
             raise
         self._order = list(nx.topological_sort(self._graph))
         self._downstream.clear()
+        self._column_plans.clear()
 
     # ----------------------------------------------------------------- evaluation
     def _compute(self, name: str) -> Value:
@@ -200,6 +203,7 @@ class Sheet:
         twin._reads = dict(self._reads)
         twin._values = dict(self._values)
         twin._downstream = dict(self._downstream)
+        twin._column_plans = dict(self._column_plans)
         twin._order = list(self._order)
         return twin
 
@@ -265,24 +269,27 @@ class Sheet:
 
     # ----------------------------------------------------------------- columns
     def evaluate_columns(self, columns: Mapping[str, np.ndarray], length: int,
-                         ) -> dict[str, np.ndarray]:
-        """Evaluate every cell over whole columns, each formula once.
+                         only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """Evaluate every cell (or the cells ``only`` names) over whole columns, each
+        formula once.
 
         ``columns`` gives inputs (in their declared units) that vary by row; the result has
-        every cell, in declared units, NaN where a row fails (as the cell would fail).
-        Only the cells downstream of ``columns`` are evaluated; the others are constant
-        columns of their current value (read-only views, ``strides == (0,)``, that cost no
-        memory).
+        every cell of ``only`` (default: all), in declared units, NaN where a row fails (as
+        the cell would fail). Only the cells downstream of ``columns`` that the wanted cells
+        read are evaluated; the others are constant columns of their current value
+        (read-only views, ``strides == (0,)``, that cost no memory).
         """
+        wanted = tuple(self._decls) if only is None else tuple(self._decl(n).name
+                                                              for n in only)
         env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
                                for n, v in self._values.items()}
         with np.errstate(all="ignore"):
-            for name in self._varying(columns):
+            for name in self._varying(columns, wanted if only is not None else None):
                 env[name] = self._column(name, columns, env)
         out: dict[str, np.ndarray] = {}
         seen: set[int] = set()
-        for name, decl in self._decls.items():
-            v, factor = env[name], decl.parsed_unit.factor
+        for name in wanted:
+            v, factor = env[name], self._decls[name].parsed_unit.factor
             if not isinstance(v, np.ndarray):
                 out[name] = np.broadcast_to(np.float64(v / factor), (length,))
             elif factor != 1:
@@ -292,12 +299,24 @@ class Sheet:
             seen.add(id(out[name]))
         return out
 
-    def _varying(self, columns: Mapping[str, np.ndarray]) -> list[str]:
-        """The cells that ``columns`` reach (themselves included), in topological order."""
-        reach = {self._decl(n).name for n in columns}
-        for n in list(reach):
-            reach |= nx.descendants(self._graph, n)
-        return [n for n in self._order if n in reach]
+    def _varying(self, columns: Mapping[str, np.ndarray],
+                 wanted: tuple[str, ...] | None) -> list[str]:
+        """The cells that ``columns`` reach (themselves included) and that the ``wanted``
+        cells read (all, for None), in topological order; kept for the next chunk."""
+        key = (tuple(columns), wanted)
+        order = self._column_plans.get(key)
+        if order is None:
+            reach = {self._decl(n).name for n in columns}
+            for n in list(reach):
+                reach |= nx.descendants(self._graph, n)
+            if wanted is not None:
+                needed = set(wanted)
+                for n in wanted:
+                    needed |= nx.ancestors(self._graph, n)
+                reach &= needed | set(columns)
+            order = [n for n in self._order if n in reach]
+            self._column_plans[key] = order
+        return order
 
     def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
                 ) -> Any:
