@@ -45,9 +45,11 @@ class Sheet:
         self._loaded: dict[str, Declaration] = dict(self._decls)
         self._graph: nx.DiGraph = nx.DiGraph()
         self._compiled: dict[str, Fn] = {}
+        self._column_fns: dict[str, Fn] = {}
+        self._failed: set[str] = set()  # the cells whose value is a CellError
         self._reads: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, Value] = {}
-        self._downstream: dict[str, list[str]] = {}
+        self._downstream: dict[tuple[str, ...], list[str]] = {}
         self._column_plans: dict[tuple[tuple[str, ...], tuple[str, ...] | None],
                                  list[str]] = {}
         self._graph.add_nodes_from(self._decls)
@@ -71,6 +73,7 @@ class Sheet:
                         f"formula {decl.formula.text!r} gives {got}, but the cell is "
                         f"declared in {decl.unit or 'dimensionless'} ({want})")
                 self._compiled[name] = decl.formula.compile()
+                self._column_fns.pop(name, None)
                 self._reads[name] = decl.formula.names
             else:
                 decl.parsed_unit  # noqa: B018 - an unknown unit fails here, with its origin
@@ -138,17 +141,42 @@ class Sheet:
 
     def recompute(self) -> None:
         """Evaluate every cell, in topological order."""
-        for name in self._order:
-            self._values[name] = self._compute(name)
+        self._run(self._order)
 
-    def _recompute_from(self, name: str) -> list[str]:
-        order = self._downstream.get(name)
+    def _run(self, order: list[str]) -> None:
+        """Evaluate ``order`` (topological). The fast path calls each compiled formula on
+        floats and keeps a finite result; a formula that reads a failed cell, raises, or
+        gives NaN or infinity takes :meth:`_compute`, which says why."""
+        values, failed, compiled, reads = self._values, self._failed, self._compiled, self._reads
+        for name in order:
+            fn = compiled.get(name)
+            if fn is not None and (not failed or failed.isdisjoint(reads[name])):
+                try:
+                    result = float(fn(values))
+                except ARITHMETIC:
+                    pass
+                else:
+                    if result - result == 0.0:  # finite: NaN and ±inf are not
+                        values[name] = result
+                        if failed:
+                            failed.discard(name)
+                        continue
+            value = values[name] = self._compute(name)
+            if isinstance(value, CellError):
+                failed.add(name)
+            elif failed:
+                failed.discard(name)
+
+    def _recompute_from(self, *names: str) -> list[str]:
+        order = self._downstream.get(names)
         if order is None:
             index = {n: i for i, n in enumerate(self._order)}
-            order = sorted([name, *nx.descendants(self._graph, name)], key=index.__getitem__)
-            self._downstream[name] = order
-        for n in order:
-            self._values[n] = self._compute(n)
+            reach = set(names)
+            for name in names:
+                reach |= nx.descendants(self._graph, name)
+            order = sorted(reach, key=index.__getitem__)
+            self._downstream[names] = order
+        self._run(order)
         return order
 
     # ----------------------------------------------------------------- edits
@@ -158,6 +186,19 @@ class Sheet:
         ``raw`` is a number in the cell's unit, a quantity string or Pint Quantity, a bool,
         or a formula of other cells (``"floor(max_concurrency_paged)"``).
         """
+        self._assign(name, raw, origin)
+        return self._recompute_from(self._decls[name].name)
+
+    def assign(self, values: Mapping[str, Any], origin: Origin | None = None) -> list[str]:
+        """Set several cells at once (as :meth:`set` does each), then recompute what they
+        reach, once; returns the cells recomputed. The way to evaluate many configurations
+        in-process: ``sheet.assign({"tp": 4, "concurrency": 32}); sheet.magnitude("itl")``.
+        """
+        for name, raw in values.items():
+            self._assign(name, raw, origin)
+        return self._recompute_from(*values)
+
+    def _assign(self, name: str, raw: Any, origin: Origin | None) -> None:
         decl = self._decl(name)
         assignment = interpret(decl, raw)
         if assignment.formula is not None:
@@ -166,7 +207,6 @@ class Sheet:
             self._decls[name] = decl.with_value(assignment.value, origin)  # type: ignore[arg-type]
         else:
             self._restructure(decl.with_value(assignment.value, origin))  # type: ignore[arg-type]
-        return self._recompute_from(name)
 
     def unpin(self, name: str) -> list[str]:
         """Put a cell back as it was loaded."""
@@ -200,6 +240,8 @@ class Sheet:
         twin._loaded = dict(self._loaded)
         twin._graph = self._graph.copy()
         twin._compiled = dict(self._compiled)
+        twin._column_fns = dict(self._column_fns)
+        twin._failed = set(self._failed)
         twin._reads = dict(self._reads)
         twin._values = dict(self._values)
         twin._downstream = dict(self._downstream)
@@ -328,7 +370,10 @@ class Sheet:
         if any(not isinstance(v, np.ndarray) and v != v for v in reads):
             return math.nan
         try:
-            value = self._compiled[name](env)
+            fn = self._column_fns.get(name)
+            if fn is None:
+                fn = self._column_fns[name] = self._decls[name].formula.compile_columns()  # type: ignore[union-attr]
+            value = fn(env)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return math.nan
         if not isinstance(value, np.ndarray):
