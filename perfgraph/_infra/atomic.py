@@ -5,6 +5,11 @@ while a file is written removes the temporary file too, even when a second inter
 already on its way as the cleanup begins (Polars hands one Ctrl-C to Python twice: its own
 KeyboardInterrupt, then Python's): the removal comes before any Python code can run a
 signal handler, and is tried again, with those signals held off, if one still gets in.
+
+Only a regular file is ever replaced (a symlink's target is written, a device or FIFO is
+written through, anything else refused); a file the running command read (:data:`INPUTS`)
+is not written over unless ``--force``; and a temporary is named ``.NAME.PID-XXXX.tmp`` so
+that the next write of NAME removes one whose process is gone (``kill -9``).
 """
 
 from __future__ import annotations
