@@ -13,9 +13,8 @@ A value whose dimensions differ from the cell's is a DimensionError naming both 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
-
-import pint
 
 from perfgraph.engine.declarations import Declaration
 from perfgraph.engine.formula import Formula, parse
@@ -55,7 +54,8 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
         return Assignment(value=1.0 if raw else 0.0, flag=True)
     if isinstance(raw, (int, float)):
         return Assignment(value=_finite(float(raw)))
-    if isinstance(raw, pint.Quantity):
+    pint = sys.modules.get("pint")  # a Quantity exists only once Pint is imported
+    if pint is not None and isinstance(raw, pint.Quantity):
         return Assignment(value=_convert(decl, float(raw.to_base_units().magnitude),
                                          Dims.of(raw.units), str(raw), bare=False))
     if not isinstance(raw, str):

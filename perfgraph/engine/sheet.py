@@ -19,10 +19,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
 from perfgraph.engine.formula import ARITHMETIC, Fn, check_names, failure
-from perfgraph.engine.units import Q_
 from perfgraph.errors import (
     CellError,
     CycleError,
@@ -284,12 +284,13 @@ class Sheet:
             raise EvaluationError(v.message, name=name)
         if unit is None:
             return v / decl.parsed_unit.factor
-        return float(Q_(v / decl.parsed_unit.factor, decl.parsed_unit.pint_unit).to(unit).m)
+        return float(_units.Q_(v / decl.parsed_unit.factor,
+                               decl.parsed_unit.pint_unit).to(unit).m)
 
     def get(self, name: str) -> Any:
         """The value as a Pint Quantity in its declared unit."""
         decl = self._decl(name)
-        return Q_(self.magnitude(name), decl.parsed_unit.pint_unit)
+        return _units.Q_(self.magnitude(name), decl.parsed_unit.pint_unit)
 
     def error(self, name: str) -> CellError | None:
         v = self._values[self._decl(name).name]
