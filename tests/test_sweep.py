@@ -421,12 +421,9 @@ def test_an_axis_value_an_input_cannot_hold_is_refused(capsys, axis, expected) -
 def test_only_evaluates_what_the_selected_columns_read():
     """``sweep --only``: the wanted cells, equal to the full evaluation's, and nothing else
     computed (issue 15: 39 of the 123 cells the axes reach feed these eight)."""
-    from perfgraph.scenario.loading import load as load_default
-    from perfgraph.whatif import sweep as sweeps
-
-    sheet = load_default().sheet
-    plan = sweeps.plan(ScenarioSpec(), ["concurrency=1..50", "tp=1,2,4", "isl=512..4096:+512"])
-    grid = sweeps.grid_columns(plan.cell_axes, 0, plan.points)
+    sheet = load().sheet
+    plan = sweep.plan(ScenarioSpec(), ["concurrency=1..50", "tp=1,2,4", "isl=512..4096:+512"])
+    grid = sweep.grid_columns(plan.cell_axes, 0, plan.points)
     only = ["ttft", "itl", "e2e_latency", "throughput", "throughput_per_gpu",
             "decode_step_time", "kv_bytes_per_seq", "max_concurrency_paged"]
     full = sheet.evaluate_columns(grid, plan.points)
