@@ -28,6 +28,11 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
                             "the shipped profile for the hardware and engine")
 
 
+def add_force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="let --out replace a file this command read")
+
+
 def add_format_option(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS,
                       ) -> None:
     parser.add_argument("--format", "-f", choices=formats, default="table",

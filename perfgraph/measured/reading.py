@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgraph._infra.atomic import INPUTS
 from perfgraph.measured.adapters import (
     MeasuredFileError,
     MeasuredRun,
@@ -67,4 +68,6 @@ def _files(paths: Iterable[str], problems: list[RunProblem]) -> list[Path]:
             out += found
         else:
             out.append(path)
+    for path in out:
+        INPUTS.note(path)
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.commands.compare import add_run_options, one_line
-from perfgraph.cli.options import spec_from_args
+from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
 from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_options(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the overlay to write (e.g. h100-sxm.vllm.toml)")
+    add_force_option(p)
     p.add_argument("--holdout", nargs="+", default=[], metavar="RUN",
                    help="runs not fitted on, to report the error of the prediction")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table",
