@@ -1,6 +1,7 @@
 """Engine speed: cold `perfgraph eval`, a full evaluation, one edit's recompute.
 
-Run: python3 benchmarks/bench_engine.py
+Run: python3 benchmarks/bench_engine.py  (PYTHONPATH=. … --checkout: time this checkout's
+code in the new processes too, not the installed package's)
 Targets (issue 2): one edit < 1 ms; a full evaluation < 10 ms; `perfgraph eval` < 1 s.
 Prints figures, asserts nothing: speed is measured here, not in the tests.
 """
@@ -33,7 +34,8 @@ def cold_eval(repeat: int = 7) -> tuple[float, float]:
     """`perfgraph eval` as a user runs it: the installed console script (else ``python -m``),
     from a folder outside the checkout, so the timing is the installed package's."""
     script = Path(sys.executable).with_name("perfgraph")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "perfgraph.cli.main"]
+    command = [str(script)] if script.exists() and "--checkout" not in sys.argv \
+        else [sys.executable, "-m", "perfgraph.cli"]  # --checkout: this checkout's code
     times = []
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeat):
@@ -42,6 +44,51 @@ def cold_eval(repeat: int = 7) -> tuple[float, float]:
                            cwd=folder)
             times.append(time.perf_counter() - start)
     return min(times), statistics.median(times)
+
+
+def cold_run(argv: list[str], repeat: int = 7) -> float:
+    """The best wall time of ``argv`` in a new process, from a folder outside the checkout."""
+    times = []
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=folder)
+            times.append(time.perf_counter() - start)
+    return min(times)
+
+
+#: Configurations of the in-process benchmark: 4 × 4 × 3 × 2 = 96, each four inputs.
+CONFIGS = [{"concurrency": c, "tp": t, "isl": i, "osl": o} for c in (1, 8, 64, 256)
+           for t in (1, 2, 4, 8) for i in (512, 1024, 4096) for o in (128, 1024)]
+OUTPUTS = ("itl", "ttft", "throughput")
+
+
+def configurations_per_second(rounds: int = 7) -> tuple[float, float]:
+    """(with Sheet.assign, with one Sheet.set per input): configurations a second, each
+    setting four inputs and reading three outputs, in-process."""
+    sheet = load().sheet
+
+    def with_assign(config: dict) -> None:
+        sheet.assign(config)
+        for name in OUTPUTS:
+            sheet.magnitude(name)
+
+    def with_set(config: dict) -> None:
+        for name, value in config.items():
+            sheet.set(name, value)
+        for name in OUTPUTS:
+            sheet.magnitude(name)
+
+    best = []
+    for way in (with_assign, with_set):
+        rate = 0.0
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for config in CONFIGS * 5:
+                way(config)
+            rate = max(rate, len(CONFIGS) * 5 / (time.perf_counter() - start))
+        best.append(rate)
+    return best[0], best[1]
 
 
 def main() -> None:
@@ -55,6 +102,8 @@ def main() -> None:
     pin = best_of(lambda: sheet.set("decode_step_time", f"{next(values) % 50 + 1} ms"), 7, 500)
     load_time = best_of(load, repeat=5, number=5)
     cold = cold_eval()
+    numpy = cold_run([sys.executable, "-c", "import numpy"])
+    per_second, per_second_set = configurations_per_second()
     rows = [
         ("cells in the default sheet", f"{n_cells}", ""),
         ("full evaluation (Sheet.recompute)", f"{full[0] * 1e3:.3f} ms",
@@ -69,6 +118,11 @@ def main() -> None:
          f"{load_time[0] * 1e3:.1f} ms", f"median {load_time[1] * 1e3:.1f} ms"),
         ("cold `perfgraph eval` (new process)", f"{cold[0] * 1e3:.0f} ms",
          f"median {cold[1] * 1e3:.0f} ms; target < 1 s"),
+        ("`python -c 'import numpy'` (new process, same interpreter)", f"{numpy * 1e3:.0f} ms",
+         f"cold eval / import numpy = {cold[0] / numpy:.2f}x; target ≤ 3x"),
+        ("configurations in-process (Sheet.assign of 4 inputs, read 3)",
+         f"{per_second:,.0f}/s", "target ≥ 10,000/s"),
+        ("the same with one Sheet.set per input", f"{per_second_set:,.0f}/s", ""),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"python {sys.version.split()[0]}")

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import hand_only
+
 from perfgraph.engine.units import unit
 from perfgraph.output import parquet as export
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -365,8 +367,62 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     return int(out.split()[-1]) / 1024, time.perf_counter() - start
 
 
+def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
+    """``sweep --only`` (eight columns) against the hand-written NumPy + pyarrow script."""
+    sheet, plan = bench.sheet, bench.plan
+    consts = hand_only.constants(sheet.raw, sheet.names)
+    choices = export.choices(bench.scenario)
+    factors = {n: unit(u).factor for n, u in bench.units.items()}
+
+    def hand() -> None:
+        grid = sweep.grid_columns(plan.cell_axes, 0, plan.points)
+        hand_only.write(out / "hand_only.parquet", grid, consts, factors, choices)
+
+    def engine() -> None:
+        sweep.write(plan, out / "only.parquet", only=hand_only.ONLY)
+
+    engine_t, hand_t = timed(engine, repeat), timed(hand, repeat)
+    a, b = pl.read_parquet(out / "only.parquet"), pl.read_parquet(out / "hand_only.parquet")
+    differ = [n for n in hand_only.ONLY if not np.allclose(
+        a[n].to_numpy(), b[n].to_numpy(), rtol=1e-9, atol=0, equal_nan=True)]
+    computed = len(sheet._varying(bench.grid(0, 2), tuple(hand_only.ONLY)))
+    return [
+        f"sweep --only {','.join(hand_only.ONLY)} ({computed} cells computed), "
+        f"{plan.points:,} points:",
+        "  " + (f"hand-written differs from the engine on {differ}" if differ else
+                "hand-written NumPy + pyarrow agrees with the engine on every column"),
+        f"  perfgraph sweep --only → Parquet          {engine_t[0]:.3f}s wall {engine_t[1]:.3f}s CPU",
+        f"  hand-written NumPy + pyarrow → Parquet    {hand_t[0]:.3f}s wall {hand_t[1]:.3f}s CPU",
+        f"  ratio {engine_t[0] / hand_t[0]:.2f}x (target ≤ 1.5x)",
+    ]
+
+
+def small_sweep_vs_eval(out: Path, repeat: int = 5) -> str:
+    """A cold 1,000-point ``perfgraph sweep`` against a cold ``perfgraph eval``."""
+    def cold(*argv: str) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "perfgraph.cli", *argv], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    one = cold("eval")
+    thousand = cold("sweep", "--axis", "concurrency=1..1000", "--out",
+                    str(out / "thousand.parquet"))
+    return (f"cold sweep of 1,000 points {thousand:.3f} s, cold eval {one:.3f} s: "
+            f"{thousand / one:.2f}x (target ≤ 1x)")
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
+    if "--only" in sys.argv:  # the issue 15 figures alone
+        bench = Bench(AXES)
+        with tempfile.TemporaryDirectory() as folder:
+            print("\n".join(only_figures(bench, Path(folder), 3)))
+            print(small_sweep_vs_eval(Path(folder)))
+        return
     repeat = 1 if quick else 3
     bench = Bench(AXES)
     points = bench.plan.points

@@ -223,8 +223,10 @@ def test_render_substitutes_values_and_uses_times_and_divide() -> None:
 def test_columns_and_scalars_agree() -> None:
     import numpy as np
 
-    f = parse("max(a, b) / a if flag else ceil(b)").compile()
-    column = f({"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 3.0, 3.0]), "flag": 1.0})
+    formula = parse("max(a, b) / a if flag else ceil(b)")
+    f, columns = formula.compile(), formula.compile_columns()
+    column = columns({"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 3.0, 3.0]),
+                      "flag": 1.0})
     scalars = [f({"a": a, "b": 3.0, "flag": 1.0}) for a in (1.0, 2.0, 4.0)]
     assert list(column) == pytest.approx(scalars)
 

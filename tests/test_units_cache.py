@@ -46,3 +46,31 @@ def test_a_cache_that_cannot_be_a_folder_falls_back_to_building(cache_at, tmp_pa
     cache_at(blocker / "perfgraph")
     assert units._cached_registry(units._definitions()) is None
     assert units._registry().Quantity("80 GB").to("B").magnitude == 80e9
+
+
+def test_a_second_eval_reads_its_units_from_the_table_without_pint(tmp_path) -> None:
+    """The unit table (factors and dimensions Pint gave, in the user's cache folder) keeps
+    Pint out of a command whose units it knows; the first run fills it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import io, sys, contextlib\n"
+            "from perfgraph.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    main(['eval', '--only', 'itl,hbm_bandwidth'])\n"
+            "print('pint' in sys.modules, out.getvalue().split()[-2:])\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(root)}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True, cwd=root).stdout for _ in range(2)]
+    assert runs[0].startswith("True") and runs[1].startswith("False")
+    assert runs[0].split(" ", 1)[1] == runs[1].split(" ", 1)[1]  # the same value, same unit
+    assert list((tmp_path / "perfgraph").glob("unit-table-*.json"))
+
+
+def test_a_unit_from_the_table_is_the_unit_from_pint() -> None:
+    factor, dims = units.Unit._ask_pint("TB/s", units.vet_unit_expression("TB/s"))
+    table = units.unit("TB/s")
+    assert (factor, dims) == (table.factor, table.dims)
+    assert factor == 8e12  # bits are the canonical unit of information

@@ -5,12 +5,21 @@ while a file is written removes the temporary file too, even when a second inter
 already on its way as the cleanup begins (Polars hands one Ctrl-C to Python twice: its own
 KeyboardInterrupt, then Python's): the removal comes before any Python code can run a
 signal handler, and is tried again, with those signals held off, if one still gets in.
+
+Only a regular file is ever replaced (a symlink's target is written, a device or FIFO is
+written through, anything else refused); a file the running command read (:data:`INPUTS`)
+is not written over unless ``--force``; and a temporary is named ``.NAME.PID-XXXX.tmp`` so
+that the next write of NAME removes one whose process is gone (``kill -9``).
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import re
+import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -60,31 +69,108 @@ HELD = frozenset(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTE
                  if s is not None)
 
 
-def write_atomic(path: str | Path, write: Callable[[Path], None]) -> None:
+class Inputs:
+    """The files the running command read, so that its ``--out`` never writes over one.
+
+    ``perfgraph.cli.main`` arms it for each command (``--force`` allows the overwrite); readers
+    call :meth:`note`. Files are known by device and inode, so a second name (a symlink,
+    ``./s.toml``) of the same file is the same file. Unarmed, nothing is refused.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.force = False
+        self._read: dict[tuple[int, int], str] = {}
+
+    def arm(self, *, force: bool = False) -> None:
+        self.armed, self.force = True, force
+        self._read.clear()
+
+    def disarm(self) -> None:
+        self.armed, self.force = False, False
+        self._read.clear()
+
+    def note(self, path: str | Path) -> None:
+        """``path`` was read (a file that cannot be stat'ed is not noted)."""
+        if not self.armed:
+            return
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return
+        self._read.setdefault((info.st_dev, info.st_ino), str(path))
+
+    def check(self, path: Path) -> None:
+        """InputError when writing ``path`` would replace a file this command read."""
+        if not self.armed or self.force or not self._read:
+            return
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return
+        read = self._read.get((info.st_dev, info.st_ino))
+        if read is not None:
+            raise InputError(f"refusing to write over {read}, which this command read; "
+                             "give another --out, or --force to replace it", file=str(path))
+
+
+#: The files the running command read (a process runs one command at a time).
+INPUTS = Inputs()
+#: How temporaries are named: ``.NAME.PID-RANDOM.tmp`` beside the target, so that the next
+#: write of NAME can tell one left by a killed process (its PID gone) and remove it.
+_TMP = ".{name}.{pid}-"
+
+
+def write_atomic(path: str | Path, write: Callable[[Path], None], *,
+                 replacing_input: bool = False) -> None:
     """Call ``write(tmp)`` for a temporary file beside ``path``, then rename it into place.
 
     Any failure or interrupt removes the temporary file and leaves ``path`` as it was; an
-    unwritable place is an InputError naming the path.
+    unwritable place is an InputError naming the path. Only a regular file is ever replaced:
+    a symlink is followed (its target is written, atomically), a character device or FIFO
+    (``/dev/null``, a named pipe) is written through, and anything else (a folder, a block
+    device, a socket) is refused. Writing over a file the command read (:data:`INPUTS`) is
+    refused unless ``replacing_input`` (a save of the file being edited) or ``--force``.
     """
     path = Path(path)
     if not path.name:
         raise InputError("cannot write to an empty path", file=str(path))
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: no such folder {folder}", file=str(path))
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not replacing_input:
+        INPUTS.check(target)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
     except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}", file=str(path)) from None
+        raise InputError(f"cannot write: {exc.strerror}", file=str(path)) from None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            _write_through(path, target, write)
+            return
+        what = "a folder" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) \
+            else "not a regular file"
+        raise InputError(f"cannot write: it is {what}", file=str(path))
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write: no such folder {folder}", file=str(path))
+    remove_stale(target)
+    _replace(path, target, folder, write, mode)
+
+
+def _replace(path: Path, target: Path, folder: Path, write: Callable[[Path], None],
+             mode: int | None) -> None:
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=_TMP.format(name=target.name, pid=os.getpid()),
+                                        suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", file=str(path)) from None
     tmp = Path(tmp_name)
     try:
         os.close(fd)
         write(tmp)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        os.chmod(tmp, mode & 0o777 if mode is not None else 0o644)
+        os.replace(tmp, target)
     except BaseException as exc:
         try:
             os.unlink(tmp)  # first, and a C call: no signal handler runs before it
@@ -93,9 +179,67 @@ def write_atomic(path: str | Path, write: Callable[[Path], None]) -> None:
         except BaseException:  # an interrupt already on its way, or the unlink failed
             discard(tmp)
         if isinstance(exc, OSError):
-            raise InputError(f"cannot write {path}: {exc.strerror or exc}",
+            raise InputError(f"cannot write: {exc.strerror or exc}",
                              file=str(path)) from None
         raise
+
+
+def _write_through(path: Path, target: Path, write: Callable[[Path], None]) -> None:
+    """Write into a temporary file in the system's temporary folder, then copy it into the
+    device or FIFO ``target`` (whose node stays as it is)."""
+    fd, tmp_name = tempfile.mkstemp(prefix="perfgraph-", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        os.close(fd)
+        write(tmp)
+        with open(tmp, "rb") as source, open(target, "wb", buffering=0) as sink:
+            shutil.copyfileobj(source, sink, 1 << 20)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)  # first, and a C call: no signal handler runs before it
+        except FileNotFoundError:
+            pass
+        except BaseException:  # an interrupt already on its way, or the unlink failed
+            discard(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write: {exc.strerror or exc}",
+                             file=str(path)) from None
+        raise
+    tmp.unlink(missing_ok=True)
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` that processes no longer running left behind
+    (``kill -9`` during a write); those of live processes (a concurrent write) stay."""
+    folder = target.parent if str(target.parent) else Path(".")
+    pattern = re.compile(re.escape(f".{target.name}.") + r"(\d+)-[^.]+\.tmp")
+    removed = []
+    try:
+        candidates = list(folder.glob(f".{glob.escape(target.name)}.*-*.tmp"))
+    except OSError:
+        return removed
+    for candidate in candidates:
+        match = pattern.fullmatch(candidate.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        try:
+            candidate.unlink()
+            removed.append(candidate)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def discard(tmp: Path) -> None:
@@ -113,8 +257,8 @@ def discard(tmp: Path) -> None:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
+def write_text_atomic(path: str | Path, text: str, *, replacing_input: bool = False) -> None:
     def write(tmp: Path) -> None:
         tmp.write_text(text, encoding="utf-8")
 
-    write_atomic(path, write)
+    write_atomic(path, write, replacing_input=replacing_input)

@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from perfgraph._infra.atomic import INPUTS
 from perfgraph.errors import DeclarationError, TomlSyntaxError
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
@@ -58,6 +59,7 @@ def read(path: str | Path) -> TomlDoc:
         raise DeclarationError(f"cannot read file: {exc.strerror}", file=str(path)) from None
     except UnicodeDecodeError:
         raise DeclarationError("not a UTF-8 text file", file=str(path)) from None
+    INPUTS.note(path)
     return parse(text, str(path))
 
 

@@ -14,6 +14,7 @@ number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import os
 import signal
@@ -21,7 +22,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from perfgraph._infra.atomic import INTERRUPTS
+from perfgraph._infra.atomic import INPUTS, INTERRUPTS
 from perfgraph.errors import PerfgraphError
 
 #: Command name → its module, in the order ``perfgraph --help`` lists them.
@@ -35,11 +36,85 @@ COMMANDS = {
     "calibrate": "perfgraph.cli.commands.calibrate",
     "sweep": "perfgraph.cli.commands.sweep",
     "diff": "perfgraph.cli.commands.diff",
+    "simulate": "perfgraph.cli.commands.simulate",
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.
 RAISED = tuple(s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGHUP"))
                if s is not None)
+
+
+#: What a terminal or file that cannot carry Unicode gets instead (``PYTHONIOENCODING=ascii``,
+#: a Latin-1 locale); any other character it cannot carry becomes ``?``.
+FALLBACKS = {"×": "x", "→": "->", "←": "<-", "Δ": "d", "≤": "<=", "≥": ">=", "≠": "!=",
+             "÷": "/", "·": "-", "…": "...", "−": "-", "±": "+/-", "–": "-", "—": "-",
+             "µ": "u", "≈": "~", "²": "^2", "³": "^3", "█": "#", "░": ".", "✓": "ok",
+             "✗": "x", "§": "S", "─": "-", "├": "+", "└": "+", "α": "alpha",
+             "≫": ">>", "∑": "sum", "↓": "v", "↑": "^", "●": "*", "◆": "*", "▼": "v",
+             "▲": "^"}
+
+
+def _fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    return "".join(FALLBACKS.get(ch, "?") for ch in text), exc.end
+
+
+codecs.register_error("perfgraph-ascii", _fallback)
+
+
+def _carry_any_text() -> None:
+    """Let stdout and stderr write text their encoding cannot carry, with :data:`FALLBACKS`."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="perfgraph-ascii")
+            except (ValueError, OSError):  # pragma: no cover - a detached stream
+                pass
+
+
+class StdoutError(PerfgraphError, OSError):
+    """Standard output cannot be written (a full disk, a closed terminal)."""
+
+
+class _Stdout:
+    """sys.stdout while a command runs: a failed write or flush is one StdoutError."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)  # type: ignore[attr-defined,no-any-return]
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(f"cannot write to standard output: {exc.strerror or exc}"
+                              ) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()  # type: ignore[attr-defined]
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(f"cannot write to standard output: {exc.strerror or exc}"
+                              ) from None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def _silence_stdout(stream: object) -> None:
+    """Point stdout's file at /dev/null, so that Python's own flush at exit is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # type: ignore[attr-defined]
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # in-process, stdout is not a file
+        pass
 
 
 class Interrupted(KeyboardInterrupt):
@@ -150,14 +225,23 @@ def _signal_number(exc: KeyboardInterrupt) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     guard, sigint = SignalGuard(), None
+    _carry_any_text()
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
     try:
         guard.start()
         args = build_parser(_command(argv)).parse_args(argv)
-        return int(args.func(args) or 0)
+        INPUTS.arm(force=bool(getattr(args, "force", False)))
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # now, not at exit, where a failure is a traceback
+        return status
     except PerfgraphError as exc:
+        if isinstance(exc, StdoutError):
+            _silence_stdout(stdout)
         print(f"perfgraph: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `perfgraph eval | head`
+        _silence_stdout(stdout)
         return 0
     except KeyboardInterrupt as exc:
         try:  # first, and a C call: a second Ctrl-C already on its way is dropped
@@ -170,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 128 + _signal_number(exc)
     finally:
+        sys.stdout = stdout
+        INPUTS.disarm()
         guard.stop()
         if sigint is not None:
             signal.signal(signal.SIGINT, sigint)  # type: ignore[arg-type]

@@ -22,9 +22,15 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
                        metavar="NAME=VALUE",
                        help="set an input or pin any cell to a value ('4.8 TB/s') or a "
                             "formula ('floor(max_concurrency_paged)'); repeatable")
-    group.add_argument("--calibration", metavar="FILE",
+    group.add_argument("--calibration", metavar="FILE|auto",
                        help="a calibration overlay (efficiency inputs fitted to measured runs "
-                            "by 'perfgraph calibrate'), applied after the precision")
+                            "by 'perfgraph calibrate'), applied after the precision; 'auto': "
+                            "the shipped profile for the hardware and engine")
+
+
+def add_force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="let --out replace a file this command read")
 
 
 def add_format_option(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS,

@@ -13,15 +13,15 @@ A value whose dimensions differ from the cell's is a DimensionError naming both 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
-
-import pint
 
 from perfgraph.engine.declarations import Declaration
 from perfgraph.engine.formula import Formula, parse
 from perfgraph.engine.units import Dims, parse_quantity, reads_as_quantity, units_read_as
 from perfgraph.errors import (
     DimensionError,
+    EvaluationError,
     FormulaSyntaxError,
     InputError,
     PerfgraphError,
@@ -54,7 +54,8 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
         return Assignment(value=1.0 if raw else 0.0, flag=True)
     if isinstance(raw, (int, float)):
         return Assignment(value=_finite(float(raw)))
-    if isinstance(raw, pint.Quantity):
+    pint = sys.modules.get("pint")  # a Quantity exists only once Pint is imported
+    if pint is not None and isinstance(raw, pint.Quantity):
         return Assignment(value=_convert(decl, float(raw.to_base_units().magnitude),
                                          Dims.of(raw.units), str(raw), bare=False))
     if not isinstance(raw, str):
@@ -76,7 +77,10 @@ def _interpret(decl: Declaration, raw: object) -> Assignment:
     if formula.names:
         return Assignment(formula=formula)
     dims = formula.dims(lambda name: Dims.none())
-    magnitude = formula.compile()({})
+    try:
+        magnitude = formula.value({})
+    except EvaluationError as exc:
+        raise InputError(exc.message) from None
     # A formula of plain numbers (no unit names) is a bare number: in the declared unit.
     return Assignment(value=_convert(decl, float(magnitude), dims, text,
                                      bare=dims.dimensionless))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from perfgraph.engine.numbers import cell_text as shown_view
 from perfgraph.engine.numbers import quantity
 from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.views import CellView, Explanation
@@ -54,3 +57,54 @@ def explain(sheet: Sheet, name: str) -> Explanation:
         dependents=tuple(cell_view(sheet, n) for n in sheet.dependents(name)),
         origin=str(decl.origin) if decl.origin else None,
     )
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One cell of a precedent tree: its view, and the cells it reads (empty past the depth,
+    or where the cell was already expanded higher up: ``repeated``)."""
+
+    cell: CellView
+    reads: tuple[TreeNode, ...]
+    repeated: bool = False
+
+
+def value_tree(sheet: Sheet, name: str, depth: int | None = None) -> TreeNode:
+    """How ``name`` was derived, down to the inputs (``depth=None``) or ``depth`` levels.
+
+    A cell reached a second time is listed but not expanded again (``repeated``), so a
+    tree of a sheet with shared sub-expressions stays as long as the sheet (pycel's
+    ``value_tree_str`` shows the same)."""
+    seen: set[str] = set()
+
+    def node(n: str, level: int) -> TreeNode:
+        if n in seen:
+            return TreeNode(cell_view(sheet, n), (), repeated=True)
+        seen.add(n)
+        deeper = depth is None or level < depth
+        reads = tuple(node(r, level + 1) for r in sheet.precedents(n)) if deeper else ()
+        return TreeNode(cell_view(sheet, n), reads)
+
+    return node(name, 0)
+
+
+def tree_lines(tree: TreeNode, indent: str = "") -> list[str]:
+    """The tree as text, one cell a line, each under the cell that reads it."""
+    c = tree.cell
+    line = f"{indent}{c.name} = {shown_view(c)}"
+    if tree.repeated and c.formula:
+        line += "  (above)"
+    elif c.formula:
+        line += f"  = {c.formula}"
+    out = [line]
+    for child in tree.reads:
+        out += tree_lines(child, indent + "  ")
+    return out
+
+
+def tree_dict(tree: TreeNode) -> dict[str, object]:
+    """The tree as JSON-ready data: name, value, unit, error, formula, reads."""
+    c = tree.cell
+    return {"name": c.name, "value": c.value, "unit": c.unit, "error": c.error,
+            "formula": c.formula, "repeated": tree.repeated,
+            "reads": [tree_dict(t) for t in tree.reads]}

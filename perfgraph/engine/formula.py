@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,7 +34,13 @@ from typing import Any
 import numpy as np
 
 from perfgraph.engine.units import Dims, formula_unit, parse_quantity
-from perfgraph.errors import DimensionError, FormulaSyntaxError, UnitError, UnknownNameError
+from perfgraph.errors import (
+    DimensionError,
+    EvaluationError,
+    FormulaSyntaxError,
+    UnitError,
+    UnknownNameError,
+)
 
 MAX_LENGTH = 2000
 MAX_EXPONENT = 64.0
@@ -50,13 +57,14 @@ def _is_array(*xs: Value) -> bool:
     return any(isinstance(x, np.ndarray) for x in xs)
 
 
-def _elementwise(scalar: Callable[[float], float], array: Callable[..., Any]) -> Callable:
+def _elementwise(scalar: Callable[[float], float],
+                 array: Callable[..., Any]) -> Callable[[Value], Value]:
     def call(x: Value) -> Value:
         return array(x) if _is_array(x) else float(scalar(x))
     return call
 
 
-def _fold(scalar: Callable, array: Callable) -> Callable:
+def _fold(scalar: Callable[..., Any], array: Callable[..., Any]) -> Callable[..., Value]:
     def call(*xs: Value) -> Value:
         return reduce(array, xs) if _is_array(*xs) else float(scalar(xs))
     return call
@@ -65,7 +73,7 @@ def _fold(scalar: Callable, array: Callable) -> Callable:
 #: name → (arity or None for 1+, dimension rule, implementation)
 #: rules: "same" all args share dims → that; "dimless" args and result dimensionless;
 #: "sqrt" halves the dims.
-FUNCTIONS: dict[str, tuple[int | None, str, Callable]] = {
+FUNCTIONS: dict[str, tuple[int | None, str, Callable[..., Value]]] = {
     "min": (None, "same", _fold(min, np.minimum)),
     "max": (None, "same", _fold(max, np.maximum)),
     "abs": (1, "same", _elementwise(abs, np.abs)),
@@ -80,19 +88,44 @@ FUNCTIONS: dict[str, tuple[int | None, str, Callable]] = {
 }
 
 _BINOPS: dict[type, tuple[str, Callable[[Value, Value], Value]]] = {
-    ast.Add: ("+", lambda a, b: a + b),
-    ast.Sub: ("-", lambda a, b: a - b),
-    ast.Mult: ("×", lambda a, b: a * b),
-    ast.Div: ("÷", lambda a, b: a / b),
-    ast.Pow: ("**", lambda a, b: a ** b),
+    ast.Add: ("+", operator.add),
+    ast.Sub: ("-", operator.sub),
+    ast.Mult: ("×", operator.mul),
+    ast.Div: ("÷", operator.truediv),
+    ast.Pow: ("**", operator.pow),
 }
+
+
+
+#: Why a formula failed, for the ArithmeticError / ValueError Python raised.
+_REASONS = {"math domain error": "a function's argument is outside its domain",
+            "math range error": "the result is too large",
+            "float division by zero": "division by zero"}
+
+
+def failure(exc: Exception, text: str) -> str:
+    """One line saying why the formula ``text`` failed with ``exc``."""
+    if isinstance(exc, ZeroDivisionError):
+        return f"division by zero in {text!r}"
+    if isinstance(exc, TypeError) and "complex" in str(exc):  # (-8) ** 0.5 is complex
+        return f"a negative number to a fractional power has no real value in {text!r}"
+    reason = _REASONS.get(str(exc), str(exc))
+    if isinstance(exc, OverflowError) and reason == str(exc):
+        reason = f"the result is too large ({exc})"
+    return f"{reason} in {text!r}"
+
+
+#: What evaluating an allowlisted formula can raise: all of them mean "no value".
+ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError, TypeError)
+
+
 _CMPOPS: dict[type, Callable[[Value, Value], Value]] = {
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
 }
 
 
@@ -109,12 +142,31 @@ class Formula:
         return _DimsWalker(self.text, dims_of).visit(self.tree)
 
     def compile(self) -> Fn:
-        """A closure computing the formula from an env of canonical magnitudes."""
-        return _compile(self.tree)
+        """A closure computing the formula from an env of canonical magnitudes (floats).
+
+        The scalar path: Python's operators and :mod:`math`, no type checks; a subtree of
+        constants is computed once, here. :meth:`compile_columns` serves NumPy columns.
+        """
+        return _compile(self.tree, _SCALAR)
+
+    def compile_columns(self) -> Fn:
+        """A closure computing the formula over an env whose values may be NumPy columns."""
+        return _compile(self.tree, _COLUMNS)
+
+    def value(self, env: Env) -> float:
+        """The formula's value over ``env`` as a finite float; EvaluationError saying why
+        there is none (division by zero, a domain error, overflow, a complex result)."""
+        try:
+            result = float(self.compile()(env))
+        except ARITHMETIC as exc:
+            raise EvaluationError(failure(exc, self.text)) from None
+        if not math.isfinite(result):
+            raise EvaluationError(f"{self.text!r} is not a finite number ({result})")
+        return result
 
     def render(self, show: Callable[[str], str]) -> str:
         """The formula with each cell name replaced by ``show(name)``: ``1024 × 2 × 7.00E10``."""
-        return _Renderer(show).visit(self.tree)
+        return str(_Renderer(show).visit(self.tree))
 
 
 def parse(text: str) -> Formula:
@@ -395,7 +447,48 @@ class _DimsWalker:
         return d
 
 
-def _compile(node: ast.expr) -> Fn:
+class _Mode:
+    """How a compiled formula computes: functions, ``not``, ``and``/``or`` and choices."""
+
+    def __init__(self, functions: dict[str, Callable], not_: Callable, boolop: Callable,
+                 ifexp: Callable | None, fold: bool) -> None:
+        self.functions, self.not_, self.boolop, self.ifexp = functions, not_, boolop, ifexp
+        self.fold = fold
+
+
+def _bool_scalar(is_and: bool, xs: list[Value]) -> Value:
+    return float(all(xs) if is_and else any(xs))
+
+
+_SCALAR = _Mode(
+    {"min": lambda *xs: min(xs), "max": lambda *xs: max(xs), "abs": abs,
+     "ceil": lambda x: float(math.ceil(x)), "floor": lambda x: float(math.floor(x)),
+     "round": lambda x: float(round(x)), "sqrt": math.sqrt,
+     "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp},
+    lambda x: float(not x), _bool_scalar, None, fold=True)
+_COLUMNS = _Mode({name: impl for name, (_, _, impl) in FUNCTIONS.items()},
+                 lambda x: _not(x), lambda is_and, xs: _boolop(is_and, xs),
+                 lambda test, body, orelse, env: _ifexp(test, body, orelse, env),
+                 fold=False)
+
+
+def _compile(node: ast.expr, mode: _Mode) -> Fn:
+    fn = _compile_node(node, mode)
+    if mode.fold and not isinstance(node, (ast.Constant, ast.Name)) and _reads_nothing(node):
+        try:  # a subtree of constants (``FLOP / token ** 2``): its value, once
+            value = fn({})
+        except ARITHMETIC:  # fails when evaluated, as it should
+            return fn
+        return lambda env: value
+    return fn
+
+
+def _reads_nothing(node: ast.AST) -> bool:
+    return not any(isinstance(n, ast.Name) and n.id not in FUNCTIONS
+                   and formula_unit(n.id) is None for n in ast.walk(node))
+
+
+def _compile_node(node: ast.expr, mode: _Mode) -> Fn:
     if isinstance(node, ast.Constant):
         raw: Any = node.value
         value = parse_quantity(raw)[0] if isinstance(raw, str) else float(raw)
@@ -408,41 +501,56 @@ def _compile(node: ast.expr) -> Fn:
         name = node.id
         return lambda env: env[name]
     if isinstance(node, ast.UnaryOp):
-        inner = _compile(node.operand)
+        inner = _compile(node.operand, mode)
         if isinstance(node.op, ast.USub):
             return lambda env: -inner(env)
         if isinstance(node.op, ast.Not):
-            return lambda env: _not(inner(env))
+            not_ = mode.not_
+            return lambda env: not_(inner(env))
         return inner
     if _is_chain(node):
-        return _compile_chain(node)  # type: ignore[arg-type]
+        return _compile_chain(node, mode)  # type: ignore[arg-type]
     if isinstance(node, ast.BinOp):
         op = _BINOPS[type(node.op)][1]
-        left, right = _compile(node.left), _compile(node.right)
+        left, right = _compile(node.left, mode), _compile(node.right, mode)
         return lambda env: op(left(env), right(env))
     if isinstance(node, ast.Compare):
-        return _compile_compare(node)
+        return _compile_compare(node, mode)
     if isinstance(node, ast.BoolOp):
-        parts = [_compile(v) for v in node.values]
-        is_and = isinstance(node.op, ast.And)
-        return lambda env: _boolop(is_and, [p(env) for p in parts])
+        parts = [_compile(v, mode) for v in node.values]
+        is_and, boolop = isinstance(node.op, ast.And), mode.boolop
+        return lambda env: boolop(is_and, [p(env) for p in parts])
     if isinstance(node, ast.IfExp):
-        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
-        return lambda env: _ifexp(test(env), body, orelse, env)
+        return _compile_ifexp(node, mode)
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    impl = FUNCTIONS[node.func.id][2]
-    args = [_compile(a) for a in node.args]
-    return lambda env: impl(*(a(env) for a in args))
+    impl = mode.functions[node.func.id]
+    args = [_compile(a, mode) for a in node.args]
+    if len(args) == 1:
+        (arg,) = args
+        return lambda env: impl(arg(env))
+    return lambda env: impl(*[a(env) for a in args])
 
 
-def _compile_chain(node: ast.BinOp) -> Fn:
+def _compile_ifexp(node: ast.IfExp, mode: _Mode) -> Fn:
+    test = _compile(node.test, mode)
+    body, orelse = _compile(node.body, mode), _compile(node.orelse, mode)
+    if mode.ifexp is None:
+        return lambda env: body(env) if test(env) else orelse(env)
+    ifexp = mode.ifexp
+    return lambda env: ifexp(test(env), body, orelse, env)
+
+
+def _compile_chain(node: ast.BinOp, mode: _Mode) -> Fn:
     """``a + b - c …`` as a loop over its terms, left to right as Python would."""
     first, rest = _chain(node)
-    start = _compile(first)
-    steps = [(_BINOPS[type(op)][1], _compile(operand)) for op, operand in rest]
+    start = _compile(first, mode)
+    steps = [(_BINOPS[type(op)][1], _compile(operand, mode)) for op, operand in rest]
     if len(steps) == 1:
         (op, right), = steps
         return lambda env: op(start(env), right(env))
+    if len(steps) == 2:
+        (op1, t1), (op2, t2) = steps
+        return lambda env: op2(op1(start(env), t1(env)), t2(env))
 
     def run(env: Env) -> Value:
         value = start(env)
@@ -452,14 +560,18 @@ def _compile_chain(node: ast.BinOp) -> Fn:
     return run
 
 
-def _compile_compare(node: ast.Compare) -> Fn:
-    operands = [_compile(n) for n in (node.left, *node.comparators)]
+def _compile_compare(node: ast.Compare, mode: _Mode) -> Fn:
+    operands = [_compile(n, mode) for n in (node.left, *node.comparators)]
     ops = [_CMPOPS[type(o)] for o in node.ops]
+    boolop = mode.boolop
+    if len(ops) == 1 and mode.ifexp is None:
+        (op,), (a, b) = ops, operands
+        return lambda env: float(op(a(env), b(env)))
 
     def compare(env: Env) -> Value:
         values = [o(env) for o in operands]
         results = [op(a, b) for op, a, b in zip(ops, values, values[1:], strict=False)]
-        return _boolop(True, results)
+        return boolop(True, results)
     return compare
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from perfgraph.engine.units import Dims, unit
+from perfgraph.engine.units import unit
 from perfgraph.engine.views import CellView
 
 #: For each dimensionality, the units a value may be shown in, smallest first.
@@ -62,7 +62,7 @@ def quantity(value: float, unit_text: str, *, flag: bool = False) -> str:
         return "on" if value else "off"
     shown, shown_unit = readable(value, unit_text)
     text = number(shown)
-    if Dims.of(unit(shown_unit).pint_unit).dimensionless and not shown_unit:
+    if unit(shown_unit).dims.dimensionless and not shown_unit:
         return text
     return f"{text} {pretty_unit(shown_unit)}"
 

@@ -19,10 +19,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
-from perfgraph.engine.formula import Fn, check_names
-from perfgraph.engine.units import Q_
+from perfgraph.engine.formula import ARITHMETIC, Fn, check_names, failure
 from perfgraph.errors import (
     CellError,
     CycleError,
@@ -45,9 +45,13 @@ class Sheet:
         self._loaded: dict[str, Declaration] = dict(self._decls)
         self._graph: nx.DiGraph = nx.DiGraph()
         self._compiled: dict[str, Fn] = {}
+        self._column_fns: dict[str, Fn] = {}
+        self._failed: set[str] = set()  # the cells whose value is a CellError
         self._reads: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, Value] = {}
-        self._downstream: dict[str, list[str]] = {}
+        self._downstream: dict[tuple[str, ...], list[str]] = {}
+        self._column_plans: dict[tuple[tuple[str, ...], tuple[str, ...] | None],
+                                 list[str]] = {}
         self._graph.add_nodes_from(self._decls)
         for decl in self._decls.values():
             self._wire(decl)
@@ -69,6 +73,7 @@ class Sheet:
                         f"formula {decl.formula.text!r} gives {got}, but the cell is "
                         f"declared in {decl.unit or 'dimensionless'} ({want})")
                 self._compiled[name] = decl.formula.compile()
+                self._column_fns.pop(name, None)
                 self._reads[name] = decl.formula.names
             else:
                 decl.parsed_unit  # noqa: B018 - an unknown unit fails here, with its origin
@@ -111,6 +116,7 @@ class Sheet:
             raise
         self._order = list(nx.topological_sort(self._graph))
         self._downstream.clear()
+        self._column_plans.clear()
 
     # ----------------------------------------------------------------- evaluation
     def _compute(self, name: str) -> Value:
@@ -127,27 +133,50 @@ class Sheet:
                 return CellError.reading(src, v)
         try:
             result = float(fn(values))
-        except ZeroDivisionError:
-            return CellError(f"division by zero in {decl.formula.text!r}", name)  # type: ignore[union-attr]
-        except (OverflowError, ValueError, TypeError) as exc:
-            return CellError(f"{exc} in {decl.formula.text!r}", name)  # type: ignore[union-attr]
+        except ARITHMETIC as exc:
+            return CellError(failure(exc, decl.formula.text), name)  # type: ignore[union-attr]
         if not math.isfinite(result):
             return CellError(f"result is not a finite number ({result})", name)
         return result
 
     def recompute(self) -> None:
         """Evaluate every cell, in topological order."""
-        for name in self._order:
-            self._values[name] = self._compute(name)
+        self._run(self._order)
 
-    def _recompute_from(self, name: str) -> list[str]:
-        order = self._downstream.get(name)
+    def _run(self, order: list[str]) -> None:
+        """Evaluate ``order`` (topological). The fast path calls each compiled formula on
+        floats and keeps a finite result; a formula that reads a failed cell, raises, or
+        gives NaN or infinity takes :meth:`_compute`, which says why."""
+        values, failed, compiled, reads = self._values, self._failed, self._compiled, self._reads
+        for name in order:
+            fn = compiled.get(name)
+            if fn is not None and (not failed or failed.isdisjoint(reads[name])):
+                try:
+                    result = float(fn(values))
+                except ARITHMETIC:
+                    pass
+                else:
+                    if result - result == 0.0:  # finite: NaN and ±inf are not
+                        values[name] = result
+                        if failed:
+                            failed.discard(name)
+                        continue
+            value = values[name] = self._compute(name)
+            if isinstance(value, CellError):
+                failed.add(name)
+            elif failed:
+                failed.discard(name)
+
+    def _recompute_from(self, *names: str) -> list[str]:
+        order = self._downstream.get(names)
         if order is None:
             index = {n: i for i, n in enumerate(self._order)}
-            order = sorted([name, *nx.descendants(self._graph, name)], key=index.__getitem__)
-            self._downstream[name] = order
-        for n in order:
-            self._values[n] = self._compute(n)
+            reach = set(names)
+            for name in names:
+                reach |= nx.descendants(self._graph, name)
+            order = sorted(reach, key=index.__getitem__)
+            self._downstream[names] = order
+        self._run(order)
         return order
 
     # ----------------------------------------------------------------- edits
@@ -157,6 +186,19 @@ class Sheet:
         ``raw`` is a number in the cell's unit, a quantity string or Pint Quantity, a bool,
         or a formula of other cells (``"floor(max_concurrency_paged)"``).
         """
+        self._assign(name, raw, origin)
+        return self._recompute_from(self._decls[name].name)
+
+    def assign(self, values: Mapping[str, Any], origin: Origin | None = None) -> list[str]:
+        """Set several cells at once (as :meth:`set` does each), then recompute what they
+        reach, once; returns the cells recomputed. The way to evaluate many configurations
+        in-process: ``sheet.assign({"tp": 4, "concurrency": 32}); sheet.magnitude("itl")``.
+        """
+        for name, raw in values.items():
+            self._assign(name, raw, origin)
+        return self._recompute_from(*values)
+
+    def _assign(self, name: str, raw: Any, origin: Origin | None) -> None:
         decl = self._decl(name)
         assignment = interpret(decl, raw)
         if assignment.formula is not None:
@@ -165,7 +207,6 @@ class Sheet:
             self._decls[name] = decl.with_value(assignment.value, origin)  # type: ignore[arg-type]
         else:
             self._restructure(decl.with_value(assignment.value, origin))  # type: ignore[arg-type]
-        return self._recompute_from(name)
 
     def unpin(self, name: str) -> list[str]:
         """Put a cell back as it was loaded."""
@@ -199,9 +240,12 @@ class Sheet:
         twin._loaded = dict(self._loaded)
         twin._graph = self._graph.copy()
         twin._compiled = dict(self._compiled)
+        twin._column_fns = dict(self._column_fns)
+        twin._failed = set(self._failed)
         twin._reads = dict(self._reads)
         twin._values = dict(self._values)
         twin._downstream = dict(self._downstream)
+        twin._column_plans = dict(self._column_plans)
         twin._order = list(self._order)
         return twin
 
@@ -240,12 +284,13 @@ class Sheet:
             raise EvaluationError(v.message, name=name)
         if unit is None:
             return v / decl.parsed_unit.factor
-        return float(Q_(v / decl.parsed_unit.factor, decl.parsed_unit.pint_unit).to(unit).m)
+        return float(_units.Q_(v / decl.parsed_unit.factor,
+                               decl.parsed_unit.pint_unit).to(unit).m)
 
     def get(self, name: str) -> Any:
         """The value as a Pint Quantity in its declared unit."""
         decl = self._decl(name)
-        return Q_(self.magnitude(name), decl.parsed_unit.pint_unit)
+        return _units.Q_(self.magnitude(name), decl.parsed_unit.pint_unit)
 
     def error(self, name: str) -> CellError | None:
         v = self._values[self._decl(name).name]
@@ -267,24 +312,27 @@ class Sheet:
 
     # ----------------------------------------------------------------- columns
     def evaluate_columns(self, columns: Mapping[str, np.ndarray], length: int,
-                         ) -> dict[str, np.ndarray]:
-        """Evaluate every cell over whole columns, each formula once.
+                         only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """Evaluate every cell (or the cells ``only`` names) over whole columns, each
+        formula once.
 
         ``columns`` gives inputs (in their declared units) that vary by row; the result has
-        every cell, in declared units, NaN where a row fails (as the cell would fail).
-        Only the cells downstream of ``columns`` are evaluated; the others are constant
-        columns of their current value (read-only views, ``strides == (0,)``, that cost no
-        memory).
+        every cell of ``only`` (default: all), in declared units, NaN where a row fails (as
+        the cell would fail). Only the cells downstream of ``columns`` that the wanted cells
+        read are evaluated; the others are constant columns of their current value
+        (read-only views, ``strides == (0,)``, that cost no memory).
         """
+        wanted = tuple(self._decls) if only is None else tuple(self._decl(n).name
+                                                              for n in only)
         env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
                                for n, v in self._values.items()}
         with np.errstate(all="ignore"):
-            for name in self._varying(columns):
+            for name in self._varying(columns, wanted if only is not None else None):
                 env[name] = self._column(name, columns, env)
         out: dict[str, np.ndarray] = {}
         seen: set[int] = set()
-        for name, decl in self._decls.items():
-            v, factor = env[name], decl.parsed_unit.factor
+        for name in wanted:
+            v, factor = env[name], self._decls[name].parsed_unit.factor
             if not isinstance(v, np.ndarray):
                 out[name] = np.broadcast_to(np.float64(v / factor), (length,))
             elif factor != 1:
@@ -294,12 +342,24 @@ class Sheet:
             seen.add(id(out[name]))
         return out
 
-    def _varying(self, columns: Mapping[str, np.ndarray]) -> list[str]:
-        """The cells that ``columns`` reach (themselves included), in topological order."""
-        reach = {self._decl(n).name for n in columns}
-        for n in list(reach):
-            reach |= nx.descendants(self._graph, n)
-        return [n for n in self._order if n in reach]
+    def _varying(self, columns: Mapping[str, np.ndarray],
+                 wanted: tuple[str, ...] | None) -> list[str]:
+        """The cells that ``columns`` reach (themselves included) and that the ``wanted``
+        cells read (all, for None), in topological order; kept for the next chunk."""
+        key = (tuple(columns), wanted)
+        order = self._column_plans.get(key)
+        if order is None:
+            reach = {self._decl(n).name for n in columns}
+            for n in list(reach):
+                reach |= nx.descendants(self._graph, n)
+            if wanted is not None:
+                needed = set(wanted)
+                for n in wanted:
+                    needed |= nx.ancestors(self._graph, n)
+                reach &= needed | set(columns)
+            order = [n for n in self._order if n in reach]
+            self._column_plans[key] = order
+        return order
 
     def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
                 ) -> Any:
@@ -311,7 +371,10 @@ class Sheet:
         if any(not isinstance(v, np.ndarray) and v != v for v in reads):
             return math.nan
         try:
-            value = self._compiled[name](env)
+            fn = self._column_fns.get(name)
+            if fn is None:
+                fn = self._column_fns[name] = self._decls[name].formula.compile_columns()  # type: ignore[union-attr]
+            value = fn(env)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return math.nan
         if not isinstance(value, np.ndarray):

@@ -8,21 +8,26 @@ that let it do so, once, when a sheet compiles.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
 import math
 import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import pint
+from typing import TYPE_CHECKING, Any
 
 from perfgraph.errors import PerfgraphError, UnitError
+
+if TYPE_CHECKING:
+    import pint
 
 
 def _definitions() -> str:
     """Pint's default definitions (constants inlined), with ``bit`` a dimension of its own."""
+    import pint
+
     folder = Path(pint.__file__).parent
     text = (folder / "default_en.txt").read_text(encoding="utf-8")
     text = text.replace("@import constants_en.txt",
@@ -30,7 +35,7 @@ def _definitions() -> str:
     return text.replace("\nbit = []", "\nbit = [information]")
 
 
-def _registry() -> pint.UnitRegistry:
+def _registry() -> pint.UnitRegistry[Any]:
     """Pint's default units, except that ``bit`` (hence ``B``) is a dimension of its own.
 
     Pint declares ``bit = []``, dimensionless, so bytes would silently mix with plain
@@ -41,6 +46,8 @@ def _registry() -> pint.UnitRegistry:
     parsed from that file beside it. Where the cache cannot be written or read, the
     registry is built from the text, as before.
     """
+    import pint
+
     text = _definitions()
     registry = _cached_registry(text)
     if registry is None:
@@ -51,7 +58,9 @@ def _registry() -> pint.UnitRegistry:
     return registry
 
 
-def _cached_registry(text: str) -> pint.UnitRegistry | None:
+def _cached_registry(text: str) -> pint.UnitRegistry[Any] | None:
+    import pint
+
     try:
         from platformdirs import user_cache_dir
 
@@ -69,12 +78,65 @@ def _cached_registry(text: str) -> pint.UnitRegistry | None:
         return None
 
 
-ureg = _registry()
-ureg.define("FLOP = [flop] = flop = FLOPs = flops")
-ureg.define("token = [token] = tokens = tok")
-ureg.define("request = [request] = requests = req")
+@lru_cache(maxsize=1)
+def _ureg() -> pint.UnitRegistry[Any]:
+    """The registry, built the first time a unit is not in :class:`_Table` (or a Quantity
+    is asked for): a command whose units are all known never imports Pint."""
+    registry = _registry()
+    registry.define("FLOP = [flop] = flop = FLOPs = flops")
+    registry.define("token = [token] = tokens = tok")
+    registry.define("request = [request] = requests = req")
+    return registry
 
-Q_ = ureg.Quantity
+
+def __getattr__(name: str) -> Any:
+    """``ureg`` and ``Q_``, built on first use."""
+    if name == "ureg":
+        return _ureg()
+    if name == "Q_":
+        return _ureg().Quantity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Table:
+    """What Pint said about each unit expression and unit name, kept in the user's cache
+    folder in a file named by Pint's version and this module's text, so that a later
+    command reads the factors and dimensions without importing Pint. Without a usable
+    cache folder it is an empty table and Pint answers, as before."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.units: dict[str, list[Any]] = {}
+        self.names: dict[str, bool] = {}
+        self.changed = False
+        try:
+            from importlib.metadata import version
+
+            from platformdirs import user_cache_dir
+
+            key = f"{version('pint')}\n".encode() + Path(__file__).read_bytes()
+            digest = hashlib.sha256(key).hexdigest()[:16]
+            self.path = Path(user_cache_dir("perfgraph")) / f"unit-table-{digest}.json"
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.units, self.names = dict(data["units"]), dict(data["names"])
+        except Exception:  # noqa: BLE001 - no cache yet, or an unusable one: start empty
+            pass
+
+    def save(self) -> None:
+        if not self.changed or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"units": self.units, "names": self.names}),
+                           encoding="utf-8")
+            os.replace(tmp, self.path)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache
+            pass
+
+
+_TABLE = _Table()
+atexit.register(_TABLE.save)
 
 #: The unit names a formula may use bare (``2 * FLOP / token``, ``0 * ms``). A fixed list, so
 #: that no cell name is ever read as a unit (Pint knows ``a`` as a year and ``pp`` as a point);
@@ -88,25 +150,43 @@ FORMULA_UNITS = frozenset(
 class Unit:
     """A declared unit: its text, its dimensionality and its factor to canonical units."""
 
-    __slots__ = ("text", "dims", "factor", "pint_unit")
+    __slots__ = ("text", "dims", "factor", "_vetted")
 
     def __init__(self, text: str) -> None:
         self.text = text
         if not isinstance(text, str):
             raise UnitError(f"a unit must be text, not {type(text).__name__}")
-        vetted = vet_unit_expression(text)
+        vetted = self._vetted = vet_unit_expression(text)
+        known = _TABLE.units.get(vetted)
+        if known is None:
+            factor, dims = self._ask_pint(text, vetted)
+            _TABLE.units[vetted] = [factor, [list(item) for item in dims.items]]
+            _TABLE.changed = True
+        else:
+            factor, dims = float(known[0]), Dims(tuple((k, float(v)) for k, v in known[1]))
+        if not math.isfinite(factor) or factor == 0:
+            raise UnitError(f"the unit {text!r} has no finite size", unit=text)
+        self.dims = dims
+        self.factor = factor
+
+    @staticmethod
+    def _ask_pint(text: str, vetted: str) -> tuple[float, Dims]:
+        import pint
+
+        registry = _ureg()
         try:
-            unit = ureg.parse_units(vetted) if vetted else ureg.dimensionless
-            base = (1 * unit).to_base_units()
-            factor = float(base.magnitude)
+            unit = registry.parse_units(vetted) if vetted else registry.dimensionless
+            factor = float((1 * unit).to_base_units().magnitude)
         except (pint.PintError, ArithmeticError, AttributeError, TypeError, ValueError,
                 AssertionError, SyntaxError, RecursionError) as exc:
             raise UnitError(f"unknown unit {text!r}", unit=text) from exc
-        if not math.isfinite(factor) or factor == 0:
-            raise UnitError(f"the unit {text!r} has no finite size", unit=text)
-        self.pint_unit = unit
-        self.dims = Dims.of(unit)
-        self.factor = factor
+        return factor, Dims.of(unit)
+
+    @property
+    def pint_unit(self) -> Any:
+        """The Pint unit (builds the registry: for the edges, not the engine)."""
+        registry = _ureg()
+        return registry.parse_units(self._vetted) if self._vetted else registry.dimensionless
 
     def __repr__(self) -> str:
         return f"Unit({self.text!r})"
@@ -312,13 +392,22 @@ class _UnitGrammar:
 def _unknown_names(names: list[str]) -> list[str]:
     unknown: list[str] = []
     for name in names:
-        try:
-            known = name == "%" or name in ureg
-        except (pint.PintError, AttributeError, TypeError, ValueError):  # pragma: no cover
-            known = False
+        known = name == "%" or _TABLE.names.get(name)
+        if known is None:
+            known = _TABLE.names[name] = _in_registry(name)
+            _TABLE.changed = True
         if not known and name not in unknown:
             unknown.append(name)
     return unknown
+
+
+def _in_registry(name: str) -> bool:
+    import pint
+
+    try:
+        return name in _ureg()
+    except (pint.PintError, AttributeError, TypeError, ValueError):  # pragma: no cover
+        return False
 
 
 def vet_unit_expression(text: str) -> str:
@@ -402,8 +491,10 @@ def _vetted(text: str) -> tuple[float, str]:
 def units_read_as(text: str) -> str | None:
     """How Pint names the units of a quantity that reads (``"8k"`` → ``boltzmann_constant``,
     ``"400 Gb/s"`` → ``gilbert / second``), for messages; None if it does not read."""
+    import pint
+
     try:
         vetted = _vetted(text)[1]
-        return str(ureg.Unit(vetted)) if vetted else None
+        return str(_ureg().Unit(vetted)) if vetted else None
     except (PerfgraphError, pint.PintError, ValueError, TypeError, AttributeError):
         return None

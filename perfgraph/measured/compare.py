@@ -24,6 +24,7 @@ throughput and TPOT as columns.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.findings import Finding, findings
+from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
 from perfgraph.scenario.loading import load
@@ -129,7 +130,9 @@ def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:
 def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: Baseline,
                    levers: bool) -> list[Comparison]:
     try:
-        sheet = load(setups[0].spec(base.spec)).sheet
+        spec = setups[0].spec(base.spec)
+        sheet = load(dataclasses.replace(spec, calibration=None)).sheet
+        calibrated = load(spec).sheet if spec.calibration else None
     except PerfgraphError as exc:
         return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
             runs, setups, strict=True)]
@@ -143,12 +146,23 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
         derived = measured_utilisation(sheet, cols, measured)
         like = like_for_like(sheet, model, [m.throughput_key for m in measured])
         like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
+        predicted, terms = None, {}
+        if calibrated is not None:
+            values = calibrated.evaluate_columns(cols, n)
+            predicted = like_for_like(calibrated, values, [m.throughput_key for m in measured])
+            terms = {c: in_unit(calibrated, values, c, "ms") for c in STEP_TERMS
+                     if c in calibrated.names and (c != "step_attention_time"
+                                                   or calibrated.magnitude("kernel_roofline"))}
+            predicted["e2el"] = _e2el_at_run_osl(calibrated, cols, setups, predicted["e2el"])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
         metrics = _metrics(sheet, like, i, setup, measured[i])
+        if predicted is not None:
+            metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
+                            if m.metric in predicted else m for m in metrics)
         mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
-        found = findings(run, setup, metrics, mbu, headroom,
-                         sheet if levers else None)
+        found = findings(run, setup, metrics, mbu, headroom, sheet if levers else None,
+                         {c: float(v[i]) for c, v in terms.items() if math.isfinite(v[i])})
         out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
                               _finite(measured[i].output_equivalent), found))
     return out

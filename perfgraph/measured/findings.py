@@ -46,6 +46,21 @@ LEVERS = {
                "that do not overlap (fewer TP ranks), or run a larger batch",
     "beats-roofline": "check the run's TP, precision and ISL/OSL, and whether prefix caching "
                       "skipped prefill work the model counts",
+    "slower-than-predicted": "see the term named: it is where the calibrated model puts the "
+                             "most time beyond the roofline at this configuration",
+}
+#: TPOT this far above the calibrated prediction is a finding (the held-out median is ~5%).
+PREDICTED_TPOT_FACTOR = 1.15
+#: The parts of a predicted decode step beyond the weights' GEMMs (cells of realistic.toml
+#: and achievable.toml), each with what to try when a run is slow there.
+STEP_TERMS = {
+    "tp_comm_step_time": ("TP communication", "fewer TP ranks per replica (more replicas), "
+                          "or fused / custom all-reduce kernels"),
+    "seq_overhead_step_time": ("per-sequence overhead (sampling, detokenisation, scheduling)",
+                               "asynchronous scheduling, fewer sequences per replica"),
+    "step_overhead": ("fixed per-step overhead (launches, scheduling)",
+                      "CUDA Graphs for every batch size run, asynchronous scheduling"),
+    "step_attention_time": ("attention over the KV cache", "an FP8 KV cache, prefix caching"),
 }
 
 
@@ -55,6 +70,7 @@ TITLES = {
     "head-of-line": f"head-of-line blocking (p99 TPOT or ITL ≥ {HOL_P99_FACTOR:g}× the median)",
     "low-mbu": f"MBU under {MBU_HEALTHY:.0%}, the seed's healthy floor",
     "beats-roofline": "faster than the model (the roofline, unless calibrated)",
+    "slower-than-predicted": f"TPOT ≥ {PREDICTED_TPOT_FACTOR:g}× the calibrated prediction",
 }
 
 
@@ -74,10 +90,14 @@ class Finding:
 
 def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison],
              mbu: float | None, headroom: float | None,
-             sheet: Sheet | None = None) -> tuple[Finding, ...]:
+             sheet: Sheet | None = None,
+             terms: dict[str, float] | None = None) -> tuple[Finding, ...]:
+    """What the run's numbers show; ``terms`` are the calibrated model's step terms (ms) at
+    the run's configuration, when a calibration was given."""
     by_name = {m.metric: m for m in metrics}
     found = [_queued(by_name.get("ttft"), setup), _head_of_line(run),
-             _low_mbu(mbu, headroom), _beats(metrics)]
+             _low_mbu(mbu, headroom), _beats(metrics),
+             _slower_than_predicted(by_name.get("tpot"), setup, terms or {})]
     out = [f for f in found if f is not None]
     if sheet is not None:
         advice = model_levers(sheet, setup, mbu)
@@ -94,6 +114,23 @@ def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
     return _finding("queued", f"TTFT {quantity(m.measured, 'ms')} is {m.ratio:.0f}× the "
                     f"roofline prefill ({quantity(m.modelled, 'ms')}) at concurrency "
                     f"{number(setup.concurrency or 0)}: requests queued before their prefill")
+
+
+def _slower_than_predicted(m: MetricComparison | None, setup: Setup,
+                           terms: dict[str, float]) -> Finding | None:
+    """TPOT well above the calibrated prediction: name the largest part of the predicted step
+    beyond the weights' GEMMs, the likeliest place the run lost more than the model says."""
+    if m is None or m.vs_predicted is None or m.predicted is None \
+            or 1 + m.vs_predicted < PREDICTED_TPOT_FACTOR or not terms:
+        return None
+    cell, ms = max(terms.items(), key=lambda kv: kv[1])
+    what, lever = STEP_TERMS[cell]
+    return Finding("slower-than-predicted", TITLES["slower-than-predicted"],
+                   f"TPOT {quantity(m.measured or 0, 'ms')} is {100 * m.vs_predicted:.0f}% "
+                   f"above the calibrated {quantity(m.predicted, 'ms')} at TP"
+                   f"{number(setup.tp or 0)}, batch {number(setup.concurrency or 0)}; of "
+                   f"the predicted step's parts beyond the weights' GEMMs the largest is {what} "
+                   f"({quantity(ms, 'ms')})", lever)
 
 
 def _head_of_line(run: MeasuredRun) -> Finding | None:

@@ -18,6 +18,9 @@ class MetricComparison:
     model_cell: str
     definition: str  # the sentence saying what was compared with what
     error: str | None = None  # why there is no comparison
+    #: the calibrated model, like for like, when a calibration is given (``modelled`` is
+    #: then still the roofline, so "% of possible" keeps meaning the ceiling)
+    predicted: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -25,6 +28,14 @@ class MetricComparison:
         if self.measured is None or not self.modelled:
             return None
         return self.measured / self.modelled
+
+    @property
+    def vs_predicted(self) -> float | None:
+        """(measured − predicted) / predicted: + slower (or, for throughput, more) than the
+        calibrated model said."""
+        if self.measured is None or not self.predicted:
+            return None
+        return self.measured / self.predicted - 1.0
 
     @property
     def possible(self) -> float | None:

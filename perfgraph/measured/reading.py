@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgraph._infra.atomic import INPUTS
 from perfgraph.measured.adapters import (
     MeasuredFileError,
     MeasuredRun,
@@ -41,7 +42,7 @@ def read_measured(paths: Iterable[str]) -> Measured:
         except FileNotFoundError:
             problems.append(RunProblem(str(path), None, "no such file"))
             continue
-        except (MeasuredFileError, ValueError, OSError) as exc:  # unknown format, bad sidecar
+        except (MeasuredFileError, OSError) as exc:  # unknown format, bad sidecar, unreadable
             reason = str(exc).removeprefix(f"{path}: ")
             problems.append(RunProblem(str(path), None, reason))
             fmt = read_format(path)
@@ -67,4 +68,6 @@ def _files(paths: Iterable[str], problems: list[RunProblem]) -> list[Path]:
             out += found
         else:
             out.append(path)
+    for path in out:
+        INPUTS.note(path)
     return out

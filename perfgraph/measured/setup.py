@@ -152,8 +152,8 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
     except _Refused as exc:
         return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
     if base.spec.calibration:
-        notes.append(f"the model is calibrated by {base.spec.calibration}: % of possible is "
-                     "measured against it, not against the roofline")
+        notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
+                     "roofline, 'vs predicted' against the calibrated model")
     osl_source = _source(run.osl_measured, run.osl_configured)
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
                  isl_source=_source(run.isl_measured, run.isl_configured),

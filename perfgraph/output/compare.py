@@ -38,7 +38,10 @@ def metric_text(c: Comparison, metric: str) -> str:
     shown = quantity(m.measured, m.unit)
     if m.modelled is None:
         return f"{shown} / model failed"
-    return f"{shown} / {quantity(m.modelled, m.unit)} ({pct(m.possible)})"
+    text = f"{shown} / {quantity(m.modelled, m.unit)} ({pct(m.possible)})"
+    if m.vs_predicted is not None:
+        text += f" {100 * m.vs_predicted:+.0f}% vs predicted"
+    return text
 
 
 def _model_at(c: Comparison) -> str:
@@ -251,6 +254,7 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
             row[f"{name}_measured_{unit}"] = m.measured if m else None
             row[f"{name}_modelled_{unit}"] = m.modelled if m else None
             row[f"{name}_possible"] = m.possible if m else None
+            row[f"{name}_predicted_{unit}"] = m.predicted if m else None
             row[f"{name}_statistic"] = m.statistic if m else None
             row[f"{name}_measured_as"] = m.measured_as if m else None
             row[f"{name}_definition"] = m.definition if m else None
@@ -272,6 +276,8 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
                               "unit": m.unit, "statistic": m.statistic,
                               "measured_as": m.measured_as, "model_cell": m.model_cell,
                               "ratio": _clean(m.ratio), "possible": _clean(m.possible),
+                              "predicted": _clean(m.predicted),
+                              "vs_predicted": _clean(m.vs_predicted),
                               "definition": m.definition, "error": m.error}
                    for m in c.metrics}
         keep = ("source", "format", "index", "label", "model", "hardware", "precision",

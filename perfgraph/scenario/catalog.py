@@ -27,7 +27,13 @@ from perfgraph._infra import tomlfile
 from perfgraph._infra.tomlfile import TomlDoc
 from perfgraph.engine.declarations import Declaration, Origin
 from perfgraph.engine.formula import parse
-from perfgraph.errors import CatalogError, DeclarationError, PerfgraphError, did_you_mean
+from perfgraph.errors import (
+    CatalogError,
+    DeclarationError,
+    PerfgraphError,
+    did_you_mean,
+    raise_all,
+)
 
 CELL_KEYS = ("unit", "formula", "value", "doc", "source", "group", "domain")
 KINDS = ("model", "hardware", "workload")
@@ -170,10 +176,14 @@ def load_entry(kind: str, name: str) -> Entry:
     return Entry(kind, tomlfile.read(resolve(kind, name)))
 
 
+def key_problems(entry: Entry, allowed: tuple[str, ...]) -> list[PerfgraphError]:
+    """Each top-level key of the file that is not ``allowed``, near misses suggested."""
+    return [DeclarationError(
+        f"unknown key {key!r}{did_you_mean(key, allowed)}; expected one of: "
+        f"{', '.join(allowed)}", file=entry.path, line=entry.doc.line(key), name=key)
+        for key in entry.doc.data if key not in allowed]
+
+
 def check_keys(entry: Entry, allowed: tuple[str, ...]) -> None:
-    """Top-level keys of a scenario file must be known; near misses are suggested."""
-    for key in entry.doc.data:
-        if key not in allowed:
-            raise DeclarationError(
-                f"unknown key {key!r}{did_you_mean(key, allowed)}; expected one of: "
-                f"{', '.join(allowed)}", file=entry.path, line=entry.doc.line(key), name=key)
+    """Top-level keys of a file must be known: every unknown one is reported at once."""
+    raise_all(key_problems(entry, allowed))

@@ -23,11 +23,11 @@ import re
 import textwrap
 from typing import Any
 
+from perfgraph.errors import ImportModelError
+
 __all__ = ["ImportModelError", "count_params", "model_toml"]
 
 
-class ImportModelError(ValueError):
-    """A config.json lacks a field the count needs, or holds an unusable value."""
 
 
 def _text_config(config: dict) -> dict:

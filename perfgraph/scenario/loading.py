@@ -9,6 +9,7 @@ from, so an error in any layer names its file and line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,14 +25,23 @@ from perfgraph.errors import (
     InputError,
     PerfgraphError,
     UnknownNameError,
+    raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
-from perfgraph.scenario.catalog import Entry, cell_declaration, check_keys, load_entry, load_sheets
+from perfgraph.scenario import profiles
+from perfgraph.scenario.catalog import (
+    Entry,
+    cell_declaration,
+    check_keys,
+    key_problems,
+    load_entry,
+    load_sheets,
+)
 
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
             "precision": "fp8"}
 SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "values", "cells")
-CALIBRATION_KEYS = ("name", "doc", "values", "cells")
+CALIBRATION_KEYS = ("name", "doc", "values", "cells", "profile")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
 
@@ -66,6 +76,11 @@ class Scenario:
         return {"model": self.model, "hardware": self.hardware,
                 "workload": self.workload}[kind].doc.path if kind != "precision" \
             else self.precision
+
+    @property
+    def prediction(self) -> str:
+        """What the numbers are: ``roofline``, or ``calibrated: …, N runs, held-out error``."""
+        return profiles.label(self.calibration.doc if self.calibration else None)
 
     @property
     def title(self) -> str:
@@ -117,11 +132,11 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
             raise exc.located(file=file_entry.path, line=file_entry.doc.line("precision")) \
                 from None
         raise
-    calibration = _overlay_file(spec.calibration) if spec.calibration else None
+    calibration = _calibration(spec.calibration, entries["hardware"])
     if calibration is not None:
         _apply(decls, calibration)
     if file_entry is not None:
-        _apply(decls, file_entry)
+        _apply(decls, file_entry, key_problems(file_entry, SCENARIO_KEYS))
     for name, raw in spec.sets:
         _assign(decls, name, raw, Origin("--set"))
     _check_complete(decls, entries, file_entry)
@@ -162,9 +177,18 @@ def _scenario_file(path: str) -> Entry:
         raise CatalogError("a folder, not a scenario file", file=path)
     if not Path(path).is_file():
         raise CatalogError(f"no such scenario file: {path}", file=path)
-    entry = Entry("scenario", tomlfile.read(path))
-    check_keys(entry, SCENARIO_KEYS)
-    return entry
+    return Entry("scenario", tomlfile.read(path))  # its keys are checked with its values
+
+
+def _calibration(given: str | None, hardware: Entry) -> Entry | None:
+    """The overlay named, or with ``auto`` the shipped profile for the hardware (none: the
+    roofline, and :attr:`Scenario.prediction` says so)."""
+    if not given:
+        return None
+    if given.strip().lower() == "auto":
+        found = profiles.find_profile(hardware.slug)
+        return _overlay_file(str(found)) if found else None
+    return _overlay_file(given)
 
 
 def _overlay_file(path: str) -> Entry:
@@ -172,6 +196,7 @@ def _overlay_file(path: str) -> Entry:
         raise CatalogError(f"no such calibration file: {path}", file=path)
     entry = Entry("calibration", tomlfile.read(path))
     check_keys(entry, CALIBRATION_KEYS)
+    profiles.check_profile(entry.doc)
     return entry
 
 
@@ -191,12 +216,23 @@ def _relative(entry: Entry | None, name: str) -> str:
     return name
 
 
-def _apply(decls: dict[str, Declaration], entry: Entry) -> None:
+def _apply(decls: dict[str, Declaration], entry: Entry,
+           problems: Sequence[PerfgraphError] = ()) -> None:
+    """The entry's cells and values onto ``decls``; every problem in it is reported at once
+    (``problems``: those already found in the file, such as unknown keys)."""
+    found = list(problems)
     for name, table in entry.cells():
-        decls[name] = cell_declaration(entry.doc, ("cells", name), table,
-                                       group=entry.kind, base=decls.get(name))
+        try:
+            decls[name] = cell_declaration(entry.doc, ("cells", name), table,
+                                           group=entry.kind, base=decls.get(name))
+        except PerfgraphError as exc:
+            found.append(exc)
     for name, raw, origin in entry.values():
-        _assign(decls, name, raw, origin)
+        try:
+            _assign(decls, name, raw, origin)
+        except PerfgraphError as exc:
+            found.append(exc)
+    raise_all(found)
 
 
 def _assign(decls: dict[str, Declaration], name: str, raw: Any, origin: Origin) -> None:

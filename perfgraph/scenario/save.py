@@ -209,7 +209,8 @@ def save(scenario: Scenario, loaded: FileStamp, *, force: bool = False) -> FileS
             "the file changed on disk since it was loaded; save again to overwrite it, or "
             "save as a new file", file=loaded.path)
     target = Path(loaded.path)
-    write_text_atomic(target, render(scenario, loaded.text, target, all_choices=False))
+    write_text_atomic(target, render(scenario, loaded.text, target, all_choices=False),
+                      replacing_input=True)
     return stamp(target)
 
 
@@ -229,5 +230,6 @@ def save_as(scenario: Scenario, path: str | Path, loaded: FileStamp | None = Non
     if loaded is None and scenario.file is not None:
         loaded = stamp(scenario.file.path)
     base = loaded.text if loaded is not None else None
-    write_text_atomic(target, render(scenario, base, target, all_choices=True))
+    write_text_atomic(target, render(scenario, base, target, all_choices=True),
+                      replacing_input=overwrite)
     return stamp(target)

@@ -6,11 +6,13 @@ SVG Textual exports (atomically) to ``perfgraph/tui/assets/dashboard.svg`` or ``
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from pathlib import Path
 
 from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.loading import load
 from perfgraph.tui.app import make_app
 
@@ -27,10 +29,28 @@ async def screenshot_svg(size: tuple[int, int] = SIZE, cell: str = CELL) -> str:
         return app.export_screenshot(title="perfgraph tui: the default scenario")
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python3 -m perfgraph.tui.screenshot",
+        description="Write an SVG picture of the dashboard on the default scenario, "
+                    f"{SIZE[0]} x {SIZE[1]} cells, explaining {CELL}.")
+    p.add_argument("path", nargs="?", type=Path, default=DEFAULT, metavar="PATH.svg",
+                   help="where to write it (default: perfgraph/tui/assets/dashboard.svg)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else DEFAULT
-    write_text_atomic(path, asyncio.run(screenshot_svg()))
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    path: Path = args.path
+    if path.suffix.lower() != ".svg":
+        print(f"screenshot: error: {path}: the picture is an SVG; name it PATH.svg",
+              file=sys.stderr)
+        return 2
+    try:
+        write_text_atomic(path, asyncio.run(screenshot_svg()))
+    except PerfgraphError as exc:
+        print(f"screenshot: error: {exc}", file=sys.stderr)
+        return 2
     print(path)
     return 0
 

@@ -17,12 +17,11 @@ other formula pin (``concurrency = "floor(max_concurrency_paged)"``) stays live.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
-from perfgraph.engine.formula import parse
+from perfgraph.engine.formula import ARITHMETIC, parse
 from perfgraph.engine.numbers import number, quantity
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import CellError, EvaluationError, PerfgraphError
@@ -62,7 +61,7 @@ def holds(sheet: Sheet, symptom: Symptom) -> bool:
         return False
     try:
         return bool(formula.compile()(env))
-    except (ZeroDivisionError, OverflowError, ValueError):
+    except ARITHMETIC:
         return False
 
 
@@ -153,12 +152,10 @@ def _pin_value(sheet: Sheet, name: str, raw: str) -> object:
                                   f"{value.message}", name=name)
         env[src] = value
     try:
-        canonical = float(formula.compile()(env))
-    except (ZeroDivisionError, OverflowError, ValueError) as exc:
-        raise EvaluationError(f"pin {name} = {raw!r} cannot be evaluated: {exc}",
+        canonical = formula.value(env)
+    except EvaluationError as exc:
+        raise EvaluationError(f"pin {name} = {raw!r} cannot be evaluated: {exc.message}",
                               name=name) from None
-    if not math.isfinite(canonical):
-        raise EvaluationError(f"pin {name} = {raw!r} is not a finite number", name=name)
     return canonical / decl.parsed_unit.factor
 
 

@@ -305,11 +305,14 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
         chosen = [pl.lit(v, dtype=pl.String).alias(k)
                   for k, v in export.choices(scenario).items()]
         scale = _rescale(scenario.sheet, units)
+        known = set(scenario.sheet.names)
+        present = [n for n in units if n in known]  # only what is written is computed
         for start in range(0, grid, chunk_rows):
             stop = min(grid, start + chunk_rows)
             grid_cols = grid_columns(sweep.cell_axes, start, stop)
             columns = scenario.sheet.evaluate_columns(
-                {n: c / scale.get(n, 1.0) for n, c in grid_cols.items()}, stop - start)
+                {n: c / scale.get(n, 1.0) for n, c in grid_cols.items()}, stop - start,
+                only=present)
             yield chunk_frame(columns, units, scale, chosen, stop - start)
             if progress is not None:
                 progress(stop - start)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.commands.compare import add_run_options, one_line
-from perfgraph.cli.options import spec_from_args
+from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
 from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_options(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the overlay to write (e.g. h100-sxm.vllm.toml)")
+    add_force_option(p)
     p.add_argument("--holdout", nargs="+", default=[], metavar="RUN",
                    help="runs not fitted on, to report the error of the prediction")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table",
@@ -72,14 +73,19 @@ def _table(fit: Fit, out: str) -> str:
     lines = [f"fitted on {len(fit.fitted_runs)} runs"
              + (f", held out {len(fit.held_out_runs)}" if fit.held_out_runs else "")]
     for t in TARGETS:
-        lines.append(f"  {t.cell:<22}{quantity(fit.values[t.cell], fit.units[t.cell])}"
-                     f"   ({t.doc})")
-    lines += ["median |model − measured| / measured   roofline   calibrated"]
+        if t.cell in fit.values:
+            lines.append(f"  {t.cell:<31}{quantity(fit.values[t.cell], fit.units[t.cell])}"
+                         f"   ({t.doc})")
+    lines += ["|model − measured| / measured      roofline (median)   calibrated (median, p90)"]
     for what, errors in (("fitted", fit.fitted), ("held out", fit.held_out)):
         for e in errors:
             lines.append(f"  {what:<9} {e.metric:<11} ({e.runs:>3} runs)      "
-                         f"{_pct(e.roofline):>8}   {_pct(e.calibrated):>10}")
+                         f"{_pct(e.roofline):>8}   {_pct(e.calibrated):>10}, "
+                         f"{_pct(e.calibrated_p90)}")
     lines += [f"left out of the fit: {e}" for e in fit.excluded]
+    lines += [f"note: {n}" for n in fit.notes]
+    if fit.workloads:
+        lines.append(f"workloads fitted (ISL/OSL): {', '.join(fit.workloads)}")
     lines.append(f"wrote {out}")
     return "\n".join(lines) + "\n"
 
@@ -90,10 +96,11 @@ def _pct(x: float | None) -> str:
 
 def _json(fit: Fit, out: str) -> str:
     def errors(items):
-        return {e.metric: {"runs": e.runs, "roofline": e.roofline, "calibrated": e.calibrated}
-                for e in items}
+        return {e.metric: {"runs": e.runs, "roofline": e.roofline, "calibrated": e.calibrated,
+                           "calibrated_p90": e.calibrated_p90} for e in items}
     document = {"values": {c: {"value": v, "unit": fit.units[c]} for c, v in fit.values.items()},
                 "fitted": {"runs": len(fit.fitted_runs), "error": errors(fit.fitted)},
                 "held_out": {"runs": len(fit.held_out_runs), "error": errors(fit.held_out)},
-                "left_out": list(fit.excluded), "residual": fit.residual, "out": out}
+                "left_out": list(fit.excluded), "notes": list(fit.notes),
+                "workloads": list(fit.workloads), "residual": fit.residual, "out": out}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -8,7 +8,7 @@ import sys
 import polars as pl
 
 from perfgraph._infra.atomic import write_atomic, write_text_atomic
-from perfgraph.cli.options import add_scenario_options, spec_from_args
+from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.errors import InputError
 from perfgraph.measured.compare import compare_runs
 from perfgraph.measured.reading import read_measured
@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", "-f", choices=FORMATS, default="table",
                    help="output format (default: table); parquet needs --out")
     p.add_argument("--out", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    add_force_option(p)
     p.add_argument("--notes", action="store_true",
                    help="table: also print every note the file reader made about each run")
     p.set_defaults(func=run)

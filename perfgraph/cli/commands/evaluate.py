@@ -13,6 +13,7 @@ import sys
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import (
     FORMATS,
+    add_force_option,
     add_format_option,
     add_scenario_options,
     load_scenario,
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write to FILE instead of stdout, in the format its suffix names "
                         "(.parquet: one row, every cell a column, units in the file's "
                         "metadata; .json, .csv, .md; any other: --format, else a table)")
+    add_force_option(p)
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="print only these cells (comma-separated)")
     p.add_argument("--group", "-g", action="append", default=[],
@@ -65,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     cells = [cell_view(scenario.sheet, n) for n in names]
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
-                          "precision": scenario.precision}}
-    text = render(cells, fmt, scenario.title, **extra)
+                          "precision": scenario.precision},
+             "prediction": scenario.prediction}
+    text = render(cells, fmt, f"{scenario.title} · {scenario.prediction}", **extra)
     if args.out:
         write_text_atomic(args.out, text)
         return 0

@@ -7,7 +7,7 @@ import json
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario
-from perfgraph.engine.explain import explain
+from perfgraph.engine.explain import explain, tree_dict, tree_lines, value_tree
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView, Explanation
 
@@ -19,7 +19,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", help="the cell to explain")
     add_scenario_options(p)
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    p.add_argument("--depth", type=_depth, default=1, metavar="N|all",
+                   help="also show the precedent tree, N levels deep or down to the inputs "
+                        "(all); default 1: the cells it reads")
     p.set_defaults(func=run)
+
+
+def _depth(text: str) -> int | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1 or 'all', got {text!r}")
+    return n
 
 
 def _line(c: CellView) -> str:
@@ -57,5 +72,16 @@ def as_json(e: Explanation) -> str:
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)
     e = explain(scenario.sheet, args.name)
-    sys.stdout.write(as_json(e) if args.format == "json" else as_text(e))
+    tree = value_tree(scenario.sheet, args.name, args.depth) if args.depth != 1 else None
+    if args.format == "json":
+        text = as_json(e)
+        if tree is not None:
+            data = json.loads(text)
+            data["tree"] = tree_dict(tree)
+            text = json.dumps(data, indent=2) + "\n"
+    else:
+        text = as_text(e)
+        if tree is not None:
+            text += "  derived from\n" + "".join(f"    {line}\n" for line in tree_lines(tree))
+    sys.stdout.write(text)
     return 0

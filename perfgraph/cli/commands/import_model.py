@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from perfgraph._infra.atomic import write_text_atomic
+from perfgraph._infra.atomic import INPUTS, write_text_atomic
 from perfgraph.errors import InputError
 from perfgraph.scenario.import_model import ImportModelError, model_toml
 
@@ -36,11 +36,12 @@ def run(args: argparse.Namespace) -> int:
         line = getattr(exc, "lineno", None)
         raise InputError(f"not valid JSON: {getattr(exc, 'msg', exc)}", file=str(path),
                          line=line, col=getattr(exc, "colno", None)) from None
+    INPUTS.note(path)
     slug = args.slug or (path.parent.name if path.parent.name else path.stem).lower()
     try:
         text = model_toml(config, slug, args.source or str(path), name=args.name)
     except ImportModelError as exc:
-        raise InputError(str(exc), file=str(path)) from None
+        raise exc.located(file=str(path)) from None
     if not args.out:
         sys.stdout.write(text)
         return 0

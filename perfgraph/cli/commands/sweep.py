@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from perfgraph._infra.atomic import write_atomic
-from perfgraph.cli.options import add_scenario_options, spec_from_args
+from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.engine.numbers import number
 from perfgraph.output import parquet as export
 from perfgraph.whatif import sweep
@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", "-f", choices=FORMATS, default=None,
                    help="parquet or csv (default: from --out's suffix; Parquet for a file "
                         "of any other name, CSV on stdout)")
+    add_force_option(p)
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="write only these cells (comma-separated; default: every cell)")
     p.set_defaults(func=run)

@@ -24,6 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
+from perfgraph.errors import MeasuredFileError, UnknownFormatError  # noqa: F401 - re-exported
+
 Statistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std"]
 
 
@@ -82,19 +84,6 @@ class ReadResult:
     format: str
     runs: tuple[MeasuredRun, ...]
     problems: tuple[RunProblem, ...]
-
-
-class UnknownFormatError(ValueError):
-    """The file parsed, but its content matches none of the known formats."""
-
-
-class MeasuredFileError(ValueError):
-    """The file cannot be parsed at all (truncated JSON, not text, empty)."""
-
-    def __init__(self, source: str, reason: str, line: int | None = None, col: int | None = None):
-        where = f" (line {line}, column {col})" if line is not None else ""
-        super().__init__(f"{source}: {reason}{where}")
-        self.source, self.reason, self.line, self.col = source, reason, line, col
 
 
 class RunRefused(Exception):
