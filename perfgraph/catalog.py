@@ -170,10 +170,12 @@ def load_entry(kind: str, name: str) -> Entry:
 def entry_aliases(entry: Entry) -> tuple[str, ...]:
     """A hardware file's ``aliases``: the GPU names benchmark files print for it."""
     raw = entry.doc.data.get("aliases", [])
-    if not isinstance(raw, list) or not all(isinstance(a, str) and a.strip() for a in raw):
+    bad = [f"{raw!r}"] if not isinstance(raw, list) else [
+        f"item {i + 1}, {a!r}" for i, a in enumerate(raw) if not (isinstance(a, str) and a.strip())]
+    if bad:
         raise entry.doc.error(
             "aliases must be a list of non-empty strings, the GPU names benchmark files "
-            f"print (e.g. [\"NVIDIA H100 80GB HBM3\"]); got {raw!r}", "aliases")
+            f"print (e.g. [\"NVIDIA H100 80GB HBM3\"]); got {bad[0]}", "aliases")
     return tuple(a.strip() for a in raw)
 
 
