@@ -61,7 +61,9 @@ def test_set_values_with_units_and_formulas(capsys: pytest.CaptureFixture[str]) 
                     "--set", "concurrency=floor(max_concurrency_paged)")
     q = json.loads(out)["quantities"]
     assert q["hbm_bandwidth"]["value"] == 4.8
-    assert q["concurrency"]["value"] == 291  # floor of the paged capacity at 2 × 80 GB
+    # floor of the paged capacity on 2 H100s as nvidia-smi reports them (81559 MiB each):
+    # (0.9 × 2 × 85.52 GB − 70.55 GB of FP8 weights) ÷ (1536 tokens × 163,840 B) = 331.3
+    assert q["concurrency"]["value"] == 331
 
 
 def test_precision_and_catalog_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,7 +174,7 @@ def test_every_bad_fixture_has_a_case() -> None:
     (["eval", "--set", "isl=8k"], "(its units read as boltzmann_constant), but the cell is "
                                   "declared in token"),
     (["eval", "--set", "network_bandwidth=400 Gb/s"], "(its units read as gilbert / second)"),
-    (["eval", "--hardware", "h1000"], "known: a100-80gb"),
+    (["eval", "--hardware", "h1000"], "known: a100-40gb, a100-80gb"),
     (["eval", "--precision", "fp2"], "known: bf16, fp8, int8, fp4"),
     (["eval", "--precision", "fp4", "--hardware", "h100-sxm"], "no dense fp4"),
     (["eval", "--only", "ttf"], "did you mean 'ttft'"),
