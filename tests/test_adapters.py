@@ -28,6 +28,8 @@ from perfgraph.adapters.base import hardware_slug
 DATA = Path(__file__).parent / "data" / "measured"
 SHARED = Path("/work/shared/measured")
 MEASUREMENT_SUFFIXES = {".json", ".jsonl", ".csv"}
+#: measurement-looking files refused whole, with the reason they are refused for
+REFUSED_WHOLE = {"benchmark_results.json": "a summary table of the vLLM result JSONs beside it"}
 
 SGLANG_ONLINE = DATA / "sglang_h200_datacrunch/llama_3_3_70b_online_output.jsonl"
 SGLANG_OFFLINE = DATA / "sglang_h200_datacrunch/llama_3_3_70b_offline_output.jsonl"
@@ -79,8 +81,13 @@ def _shared_files():
 @pytest.mark.skipif(not SHARED.is_dir(), reason="/work/shared/measured is not on this machine")
 @pytest.mark.parametrize("path", _shared_files(), ids=lambda p: str(p.relative_to(SHARED)))
 def test_every_shared_file_reads_or_is_refused_with_reason(path):
-    if path.suffix not in MEASUREMENT_SUFFIXES:  # the command lines beside the AIPerf export
-        with pytest.raises(UnknownFormatError):
+    if path.suffix not in MEASUREMENT_SUFFIXES:  # command lines, console logs, configs, notes
+        with pytest.raises((UnknownFormatError, MeasuredFileError)) as refused:
+            read_runs(path)
+        assert str(path) in str(refused.value) and len(str(refused.value)) > len(str(path)) + 20
+        return
+    if path.name in REFUSED_WHOLE:
+        with pytest.raises(MeasuredFileError, match=REFUSED_WHOLE[path.name]):
             read_runs(path)
         return
     result = read_runs(path)

@@ -41,8 +41,10 @@ from .base import (
     tp_of,
     unexpected,
 )
+from .commands import SummaryTableAdapter
 from .gpu_conc import GpuConcAdapter
 from .inferencemax import InferenceMaxAggAdapter, InferenceMaxRowsAdapter
+from .inferencex import InferenceXRowsAdapter
 from .sglang import SGLangAdapter
 from .vllm import VllmAdapter, VllmLegacyAdapter
 
@@ -73,6 +75,8 @@ ADAPTERS: tuple[Adapter, ...] = (
     AiperfCsvAdapter(),
     InferenceMaxRowsAdapter(),
     InferenceMaxAggAdapter(),
+    InferenceXRowsAdapter(),
+    SummaryTableAdapter(),
 )
 FORMATS: Mapping[str, str] = MappingProxyType({a.format: a.reads for a in ADAPTERS})
 """format name -> what that adapter reads, in detection order."""
