@@ -499,7 +499,7 @@ def test_gpu_conc_gives_the_requests_in_flight():
         ("MI300X", None, "mi300x"),
         ("4xNVIDIA_L40S", None, "l40s"),
         ("NVIDIA A100-SXM4-80GB", None, "a100-80gb"),
-        ("NVIDIA A100-SXM4-40GB", None, None),
+        ("NVIDIA A100-SXM4-40GB", None, "a100-40gb"),  # the catalog name it gets (issue 11)
         ("NVIDIA RTX 4090", None, None),
     ],
 )

@@ -72,7 +72,13 @@ class InferenceXRowsAdapter(Adapter):
         if "tpot" not in metrics:
             raise RunRefused("no mean_tpot in the row's metrics")
         deploy = _deployment(record)
-        notes = ["latencies converted from seconds (InferenceX rows) to ms"]
+        notes = ["latencies converted from seconds (InferenceX rows) to ms",
+                 f"image {record.get('image') or '?'}, measured {record.get('date') or '?'} by "
+                 f"{record.get('run_url') or '?'}"]
+        if not deploy["disaggregated"] and record.get("num_decode_gpu") not in (
+                None, deploy["gpus"]):
+            notes.append(f"num_decode_gpu {record['num_decode_gpu']} on a single-node row is an "
+                         f"API-side field; decode_tp {deploy['gpus']} is the GPU count used")
         caveats = [_disagg_caveat(deploy)] if deploy["disaggregated"] else []
         gpus = deploy["gpus"]
         _throughputs(raw, metrics, deploy)
