@@ -95,9 +95,12 @@ def _model_at(c: Comparison) -> str:
 
 #: How the "model at" column names where a run's ISL/OSL came from.
 LENGTHS_SAID = {"measured": "measured means (total tokens ÷ completed requests)",
+                "expected": "expected means of the configured random range (the file records "
+                            "no measured lengths)",
                 "configured": "configured (the file records no measured lengths)",
                 "scenario options": "from the scenario options (the file does not say)"}
-_SHORT = {"measured": "meas.", "configured": "cfg.", "scenario options": "opt."}
+_SHORT = {"measured": "meas.", "expected": "exp.", "configured": "cfg.",
+          "scenario options": "opt."}
 
 
 def _lengths(c: Comparison) -> str:

@@ -26,7 +26,7 @@ from perfgraph.adapters.base import in_flight
 from perfgraph.catalog import catalog_names, load_entry
 from perfgraph.display import number
 from perfgraph.errors import PerfgraphError
-from perfgraph.scenario import Scenario, ScenarioSpec, load, precisions
+from perfgraph.scenario import Scenario, ScenarioSpec, engine_names, load, precisions
 
 #: The serving inputs set per run, as columns of the sheet.
 CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
@@ -34,7 +34,13 @@ CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
 #: (within 5% the two agree up to the ramp at the run's start and end).
 IN_FLIGHT_BELOW = 0.95
 #: Where a run's ISL or OSL came from, as the outputs name it.
-MEASURED, CONFIGURED, OPTIONS = "measured", "configured", "scenario options"
+MEASURED, EXPECTED, CONFIGURED, OPTIONS = ("measured", "expected", "configured",
+                                          "scenario options")
+#: The deployment a run record may carry → the cell it sets, where the sheet has that cell
+#: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
+DEPLOYMENT_CELLS = {"pp": "pp", "ep": "ep", "dp_attention": "dp_attention",
+                    "prefill_gpus": "prefill_gpus", "decode_gpus": "decode_gpus",
+                    "prefill_tp": "prefill_tp", "decode_tp": "decode_tp"}
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -65,16 +71,20 @@ class Setup:
     #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
     e2el_osl: float | None = None
     concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
+    engine: str | None = None  # the run's engine where the file names a known one, else None
+    #: (cell, value) for the run's deployment beyond TP, only cells the sheet has
+    deployment: tuple[tuple[str, str], ...] = ()
 
     @property
-    def group(self) -> tuple[str | None, str | None, str | None]:
+    def group(self) -> tuple:
         """Runs with the same group share one loaded scenario."""
-        return self.model, self.hardware, self.precision
+        return self.model, self.hardware, self.precision, self.engine, self.deployment
 
     def spec(self, base: ScenarioSpec) -> ScenarioSpec:
         return ScenarioSpec(file=base.file, model=self.model, hardware=self.hardware,
-                            workload=base.workload, precision=self.precision, sets=base.sets,
-                            calibration=base.calibration)
+                            workload=base.workload, precision=self.precision,
+                            sets=(*base.sets, *self.deployment),
+                            calibration=base.calibration, engine=self.engine or base.engine)
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,8 @@ class Baseline:
     choices: Mapping[str, str]  # model / hardware / precision: catalog name or path
     values: Mapping[str, float]  # tp / concurrency / isl / osl
     explicit: frozenset[str]
+    cells: frozenset[str] = frozenset()  # the sheet's cell names
+    engine: str = "vllm"
 
     @classmethod
     def from_spec(cls, spec: ScenarioSpec) -> Baseline:
@@ -96,7 +108,8 @@ class Baseline:
                    "precision": scenario.precision}
         values = {name: scenario.sheet.magnitude(name) for name in CONFIG_CELLS
                   if scenario.sheet.error(name) is None}
-        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)))
+        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)),
+                   frozenset(scenario.sheet.names), scenario.engine)
 
     @property
     def reference(self) -> str:
@@ -112,7 +125,7 @@ class Baseline:
 def _explicit(spec: ScenarioSpec, scenario: Scenario) -> set[str]:
     file_data = scenario.file.doc.data if scenario.file is not None else {}
     file_values = file_data.get("values", {}) if isinstance(file_data, dict) else {}
-    chosen = {kind for kind in ("model", "hardware", "precision")
+    chosen = {kind for kind in ("model", "hardware", "precision", "engine")
               if getattr(spec, kind) is not None or kind in file_data}
     set_names = {name for name, _ in spec.sets}
     for name in CONFIG_CELLS:
@@ -149,21 +162,58 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
         isl = _number("isl", run.isl, base, notes, "--set isl=N")
         osl = _number("osl", run.osl, base, notes, "--set osl=N")
         concurrency, conc_source = _concurrency(run, base, notes)
+        engine = _engine(run, base, notes)
     except _Refused as exc:
         return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
     if base.spec.calibration:
         notes.append(f"the model is calibrated by {base.spec.calibration}: % of possible is "
                      "measured against it, not against the roofline")
-    osl_source = _source(run.osl_measured, run.osl_configured)
+    osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
-                 isl_source=_source(run.isl_measured, run.isl_configured),
+                 isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
                  osl_source=osl_source, e2el_osl=_e2el_osl(run, osl, osl_source, notes),
-                 concurrency_source=conc_source)
+                 concurrency_source=conc_source, engine=engine,
+                 deployment=_deployment(run, base, notes))
 
 
-def _source(measured: float | None, configured: float | None) -> str:
-    return MEASURED if measured is not None else CONFIGURED if configured is not None \
+def _source(measured: float | None, expected: float | None, configured: float | None) -> str:
+    if measured is not None:
+        return MEASURED
+    return EXPECTED if expected is not None else CONFIGURED if configured is not None \
         else OPTIONS
+
+
+def _engine(run: MeasuredRun, base: Baseline, notes: list[str]) -> str | None:
+    """The run's engine wins, like its precision; one without an engine file is modelled with
+    the scenario's engine, and says so."""
+    if run.engine is None:
+        return None
+    known = engine_names()
+    if run.engine not in known:
+        notes.append(f"the file's engine {run.engine!r} has no engine file (known: "
+                     f"{', '.join(known)}); modelled with {base.engine}'s memory rule")
+        return None
+    if "engine" in base.explicit and base.engine != run.engine:
+        notes.append(f"--engine {base.engine} not used: the file says {run.engine}")
+    return run.engine
+
+
+def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """The run's deployment beyond TP as --set pairs, for the cells the sheet has; the others
+    are named once, as carried but not modelled."""
+    sets, unused = [], []
+    for field, cell in DEPLOYMENT_CELLS.items():
+        value = getattr(run, field)
+        if value is None or (field == "pp" and value == 1 and cell not in base.cells):
+            continue
+        if cell in base.cells:
+            sets.append((cell, str(value).lower() if isinstance(value, bool) else str(value)))
+        else:
+            unused.append(f"{field} {value}")
+    if unused:
+        notes.append(f"the file's {', '.join(unused)} not modelled (no such cell in the sheet "
+                     "yet)")
+    return tuple(sets)
 
 
 def _e2el_osl(run: MeasuredRun, osl: float, source: str, notes: list[str]) -> float:

@@ -74,6 +74,7 @@ class VllmAdapter(Adapter):
         self._throughputs(record, run.metrics, run.notes)
         _per_request(record, run.metrics, run.caveats)
         _lengths_note(record, run.notes)
+        _e2el_from_arrays(record, run.metrics, run.notes)
         failed = number(record, "failed", required=False)
         if failed:
             run.caveats.append(f"{failed:g} requests failed and are excluded from every statistic")
@@ -144,6 +145,28 @@ def _lengths_note(record: dict, notes: list[str]) -> None:
         return
     notes.append(f"mean ISL {isl:.1f} / OSL {osl:.1f} over the {len(ins)} per-request "
                  "input_lens/output_lens (measured lengths)")
+
+
+def _e2el_from_arrays(record: dict, metrics: dict, notes: list[str]) -> None:
+    """Mean E2EL from the per-request arrays (TTFT + the request's inter-token gaps) where the
+    file has no E2EL statistic (vLLM 0.8 reports ttft, tpot, itl by default)."""
+    ttfts, itls, errors = record.get("ttfts"), record.get("itls"), record.get("errors")
+    if "e2el" in metrics or not isinstance(ttfts, list) or not isinstance(itls, list) \
+            or len(ttfts) != len(itls) or not ttfts:
+        return
+    errors = errors if isinstance(errors, list) and len(errors) == len(ttfts) else [""] * len(ttfts)
+    try:
+        e2els = [check_number(t, "ttfts[]") + sum(check_number(g, "itls[]") for g in gaps)
+                 for t, gaps, err in zip(ttfts, itls, errors, strict=True)
+                 if not err and isinstance(gaps, list)]
+    except RunRefused:
+        return
+    if not e2els:
+        return
+    put(metrics, "e2el", "mean", statistics.fmean(e2els) * 1000.0, "ms",
+        DEFINITIONS["e2el"] + "; here TTFT + the request's inter-token gaps, per request")
+    notes.append(f"mean E2EL worked out from the per-request ttfts and itls of {len(e2els)} "
+                 "requests (the file has no E2EL statistic)")
 
 
 def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
