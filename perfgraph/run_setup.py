@@ -169,11 +169,12 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
         notes.append(f"the model is calibrated by {base.spec.calibration}: % of possible is "
                      "measured against it, not against the roofline")
     osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
+    deployment = _deployment(run, base, notes)
+    e2el_osl = _e2el_osl(run, osl, osl_source, notes)
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
                  isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
-                 osl_source=osl_source, e2el_osl=_e2el_osl(run, osl, osl_source, notes),
-                 concurrency_source=conc_source, engine=engine,
-                 deployment=_deployment(run, base, notes))
+                 osl_source=osl_source, e2el_osl=e2el_osl,
+                 concurrency_source=conc_source, engine=engine, deployment=deployment)
 
 
 def _source(measured: float | None, expected: float | None, configured: float | None) -> str:
