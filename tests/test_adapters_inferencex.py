@@ -115,3 +115,18 @@ def test_summary_table_is_refused_with_reason():
     assert detect_format(path) == "vllm-summary"
     with pytest.raises(MeasuredFileError, match="summary table of the vLLM result JSONs"):
         read_runs(path)
+
+
+def test_compare_says_which_lengths_it_used(capsys, tmp_path):
+    from perfgraph.cli import main
+
+    assert main(["compare", str(IX), "--model", "deepseek-v3"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "ISL/OSL in 'model at': expected means of the configured random range" in out
+    assert "921.6/921.6" in out and "7373/921.6" in out
+    assert main(["compare", str(PP2), "--model", "llama-3.3-70b", "--hardware", "a100-80gb",
+                 "--precision", "bf16", "--set", "concurrency=66", "--format", "json"]) in (0, 1)
+    import json
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert (run["isl_source"], run["pp"], run["gpus"], run["engine"]) == ("measured", 2, 8, "vllm")
+    assert run["isl"] == pytest.approx(42659 / 200)
