@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.adapters import MeasuredFileError, detect_format, read_runs
+from perfgraph.measured.adapters import MeasuredFileError, detect_format, read_runs
 
 DATA = Path(__file__).parent / "data" / "measured"
 IX = DATA / "inferencex_dsr1/benchmarks.json"
@@ -118,7 +118,7 @@ def test_summary_table_is_refused_with_reason():
 
 
 def test_compare_says_which_lengths_it_used(capsys, tmp_path):
-    from perfgraph.cli import main
+    from perfgraph.cli.main import main
 
     assert main(["compare", str(IX), "--model", "deepseek-v3"]) in (0, 1)
     out = capsys.readouterr().out

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.adapters import MeasuredFileError, UnknownFormatError, read_runs
-from perfgraph.compare import METRICS, compare_runs
-from perfgraph.run_setup import Baseline
-from perfgraph.scenario import ScenarioSpec
+from perfgraph.measured.adapters import MeasuredFileError, UnknownFormatError, read_runs
+from perfgraph.measured.compare import METRICS, compare_runs
+from perfgraph.measured.setup import Baseline
+from perfgraph.scenario.loading import ScenarioSpec
 
 DATA = Path(__file__).parent / "data" / "measured"
 SKIP = ("bad", "synthetic")  # made-up or malformed files, not measurements

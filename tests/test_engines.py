@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.adapters import read_runs
-from perfgraph.cli import main
+from perfgraph.measured.adapters import read_runs
+from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError
-from perfgraph.run_setup import Baseline, setup_run
-from perfgraph.scenario import ScenarioSpec, engine_names, load
+from perfgraph.measured.setup import Baseline, setup_run
+from perfgraph.scenario.loading import ScenarioSpec, engine_names, load
 
 IX = "tests/data/measured/inferencex_dsr1/benchmarks.json"
 
