@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.measured.adapters import read_runs
 from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError
+from perfgraph.measured.adapters import read_runs
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.scenario.loading import ScenarioSpec, engine_names, load
 
