@@ -61,7 +61,9 @@ def test_set_values_with_units_and_formulas(capsys: pytest.CaptureFixture[str]) 
                     "--set", "concurrency=floor(max_concurrency_paged)")
     q = json.loads(out)["quantities"]
     assert q["hbm_bandwidth"]["value"] == 4.8
-    assert q["concurrency"]["value"] == 291  # floor of the paged capacity at 2 × 80 GB
+    # floor of the paged capacity on 2 H100s as nvidia-smi reports them (81559 MiB each):
+    # (0.9 × 2 × 85.52 GB − 70.55 GB of FP8 weights) ÷ (1536 tokens × 163,840 B) = 331.3
+    assert q["concurrency"]["value"] == 331
 
 
 def test_precision_and_catalog_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -66,8 +66,9 @@ def test_a_pin_is_saved_as_its_formula(scenario_file: Path) -> None:
     assert 'concurrency = "floor(max_concurrency_paged)"' in scenario_file.read_text()
     again = reload(scenario_file)
     assert again.sheet.declaration("concurrency").formula.text == "floor(max_concurrency_paged)"
-    # (0.9 × 80 GB × 4 − 70.55 GB of weights) ÷ (8704 tokens × 163840 B) = 152.4 sequences
-    assert again.sheet.magnitude("concurrency") == 152
+    # (0.9 × 81559 MiB (85.52 GB) × 4 − 70.55 GB of weights) ÷ (8704 tokens × 163840 B)
+    # = 166.4 sequences
+    assert again.sheet.magnitude("concurrency") == 166
     assert values(again) == values(sc)
 
 

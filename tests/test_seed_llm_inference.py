@@ -27,7 +27,10 @@ def test_ridge_point_h100_bf16_dense_and_the_sparse_trap() -> None:
 
 
 def test_sweeping_all_hbm_takes_24_ms() -> None:
-    sc = scenario(hardware="h100-sxm")
+    # The seed's stated assumption is the datasheet's "80 GB" (80e9 B / 3.35 TB/s = 24 ms);
+    # the catalog holds what the device reports (81559 MiB, 25.5 ms), so the seed's figure
+    # is pinned here rather than the asserted value changed.
+    sc = scenario(("hbm_capacity", "80 GB"), hardware="h100-sxm")
     assert sc.sheet.magnitude("hbm_sweep_time", "ms") == pytest.approx(24, abs=0.2)
     assert sc.sheet.magnitude("max_full_sweeps_per_s", "1/s") == pytest.approx(42, abs=2)
 

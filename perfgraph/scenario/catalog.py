@@ -173,7 +173,39 @@ class Entry:
 
 
 def load_entry(kind: str, name: str) -> Entry:
-    return Entry(kind, tomlfile.read(resolve(kind, name)))
+    entry = Entry(kind, tomlfile.read(resolve(kind, name)))
+    if kind == "hardware":
+        entry_aliases(entry)  # a bad aliases value is refused when the file is read
+    return entry
+
+
+def entry_aliases(entry: Entry) -> tuple[str, ...]:
+    """A hardware file's ``aliases``: the GPU names benchmark files print for it."""
+    raw = entry.doc.data.get("aliases", [])
+    bad = [f"{raw!r}"] if not isinstance(raw, list) else [
+        f"item {i + 1}, {a!r}" for i, a in enumerate(raw) if not (isinstance(a, str) and a.strip())]
+    if bad:
+        raise entry.doc.error(
+            "aliases must be a list of non-empty strings, the GPU names benchmark files "
+            f"print (e.g. [\"NVIDIA H100 80GB HBM3\"]); got {bad[0]}", "aliases")
+    return tuple(a.strip() for a in raw)
+
+
+def hardware_aliases() -> dict[str, tuple[str, ...]]:
+    """Catalog slug → its aliases, for every hardware file; an alias two files claim
+    (compared case-insensitively) is an error naming both."""
+    aliases: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, str] = {}
+    for slug in catalog_names("hardware"):
+        entry = load_entry("hardware", slug)
+        aliases[slug] = entry_aliases(entry)
+        for alias in aliases[slug]:
+            first = owner.setdefault(alias.lower(), slug)
+            if first != slug:
+                raise CatalogError(f"alias {alias!r} is claimed by hardware {first!r} too",
+                                   file=entry.path, line=entry.doc.line("aliases"),
+                                   name="aliases")
+    return aliases
 
 
 def key_problems(entry: Entry, allowed: tuple[str, ...]) -> list[PerfgraphError]:
