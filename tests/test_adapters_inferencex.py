@@ -27,7 +27,7 @@ def rows():
 def test_single_node_sglang_fp4_mi355x(rows):
     run = rows[0]  # mi355x sglang fp4 TP4 conc 4, 1024/1024
     assert (run.hardware, run.engine, run.precision, run.tp, run.gpus) == \
-        ("mi355x", "sglang", "fp4", 4, 4)
+        ("mi355x", "sglang", "fp4", 4, 4)  # the row's own spelling; the catalog alias matches
     assert run.model == "DeepSeek-R1-0528" and run.concurrency == 4
     assert run.label == "sglang fp4 MI355X TP4 conc 4"
     assert run.metrics["tpot"].value == pytest.approx(9.618676175431115)  # 0.0096186… s
@@ -74,7 +74,7 @@ def test_dp_attention_and_disaggregated_pools(rows):
         24 * run.metrics["throughput_per_gpu"].value)
     assert "÷ 8 decode GPUs" in run.metrics["output_throughput_per_gpu"].definition
     assert any(c.startswith("disaggregated: 16 prefill GPUs") for c in run.caveats)
-    assert rows[28].hardware == "h100-sxm" and rows[28].tp == 16  # H100 decode TP16
+    assert rows[28].hardware == "H100-SXM" and rows[28].tp == 16  # H100 decode TP16
 
 
 def test_a_row_with_bad_deployment_is_refused_with_reason(tmp_path):
@@ -90,7 +90,8 @@ def test_vllm_083_tp8_with_commands_sidecar():
     result = read_runs(TP8)
     assert result.format == "vllm" and not result.problems
     run = result.runs[0]
-    assert (run.hardware, run.tp, run.pp, run.gpus, run.engine) == ("a100-40gb", 8, 1, 8, "vllm")
+    assert (run.hardware, run.tp, run.pp, run.gpus, run.engine) == ("NVIDIA A100-SXM4-40GB", 8, 1, 8,
+                                                                 "vllm")
     assert run.model == "meta-llama/Llama-3.3-70B-Instruct" and run.completed == 200
     # measured lengths: totals ÷ completed = the per-request arrays' means
     assert run.isl_measured == pytest.approx(42659 / 200)
@@ -102,7 +103,7 @@ def test_vllm_083_tp8_with_commands_sidecar():
 
 def test_vllm_083_tp4_pp2_over_infiniband():
     run = read_runs(PP2).runs[0]
-    assert (run.hardware, run.tp, run.pp, run.gpus) == ("a100-40gb", 4, 2, 8)
+    assert (run.hardware, run.tp, run.pp, run.gpus) == ("NVIDIA A100-SXM4-40GB", 4, 2, 8)
     assert run.metrics["ttft"].value == pytest.approx(870.4108890200678)
     assert run.metrics["tpot"].value == pytest.approx(79.58026313185233)
     assert run.metrics["output_throughput"].value == pytest.approx(930.4126857850796)

@@ -27,7 +27,7 @@ def test_engines_shipped():
 
 def test_vllm_is_the_default_and_its_rule():
     kv, weights, hbm = _kv(None)
-    assert kv == pytest.approx(0.9 * hbm - weights)  # 0.9 × 80 GB − 70.55 GB = 1.45 GB
+    assert kv == pytest.approx(0.9 * hbm - weights)  # 0.9 × 85.52 GB − 70.55 GB = 6.42 GB
     assert kv == pytest.approx(_kv("vllm")[0])
     assert _kv("vllm", 1, ("gpu_memory_utilization", "0.95"))[0] == pytest.approx(
         0.95 * hbm - weights)
@@ -37,13 +37,13 @@ def test_vllm_is_the_default_and_its_rule():
 @pytest.mark.parametrize(("tp", "fraction"), [(1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81)])
 def test_sglang_mem_fraction_static_by_tp(tp, fraction):
     kv, weights, hbm = _kv("sglang", tp)
-    assert hbm == pytest.approx(80 * tp)
+    assert hbm == pytest.approx(81559 * 2**20 / 1e9 * tp)  # H100 SXM: 81559 MiB as reported
     assert kv == pytest.approx(max(0.0, fraction * hbm - weights))
 
 
 def test_trtllm_takes_its_share_of_the_free_memory():
     kv, weights, hbm = _kv("trtllm", 1)
-    assert kv == pytest.approx(0.9 * (hbm - weights))  # 8.50 GB where vLLM's rule leaves 1.45
+    assert kv == pytest.approx(0.9 * (hbm - weights))  # 13.47 GB where vLLM's rule leaves 6.42
     kv, weights, hbm = _kv("trtllm", 2, ("runtime_reserve", "2 GB"))
     assert kv == pytest.approx(0.9 * (hbm - weights - 2 * 2))
 

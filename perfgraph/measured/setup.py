@@ -20,12 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfgraph.engine.numbers import number
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.base import in_flight
-from perfgraph.scenario.catalog import catalog_names, load_entry
+from perfgraph.scenario.catalog import catalog_names, hardware_aliases, load_entry
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
 
 #: The serving inputs set per run, as columns of the sheet.
@@ -145,6 +146,49 @@ def model_slug(text: str | None) -> str | None:
     return max(found, key=len) if found else None
 
 
+def _normal(name: str) -> str:
+    """A GPU name compared loosely: case, '_' for ' ', and a leading '4x' count ignored."""
+    text = re.sub(r"[\s_]+", " ", name.strip().lower())
+    return re.sub(r"^\d+\s*x\s*", "", text)
+
+
+@lru_cache(maxsize=1)
+def _alias_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for slug, aliases in hardware_aliases().items():
+        for name in (slug, *aliases):
+            table.setdefault(_normal(name), slug)
+    return table
+
+
+def hardware_slug(name: str | None, notes: list[str] | None = None) -> str | None:
+    """The hardware catalog's name for a GPU name a file prints (its ``aliases``), None when
+    the file names none; a name no alias matches is refused with the names to use."""
+    if name is None:
+        return None
+    slug = _alias_table().get(_normal(name))
+    if slug is None:
+        raise _Refused(f"the file's GPU {name!r} matches no hardware alias in the catalog; "
+                       f"pass --hardware (known: {', '.join(catalog_names('hardware'))}) or add "
+                       "the name to that hardware file's aliases")
+    if notes is not None and slug != name:
+        notes.append(f"GPU {name!r} is hardware {slug} (its catalog aliases)")
+    return slug
+
+
+def _run_hardware(run: MeasuredRun, base: Baseline, notes: list[str]) -> str | None:
+    """The run's GPU as a catalog slug; a name no alias matches gives way to an explicit
+    ``--hardware`` (with a note), else refuses the run."""
+    try:
+        return hardware_slug(run.hardware, notes)
+    except _Refused:
+        if "hardware" not in base.explicit:
+            raise
+        notes.append(f"the file's GPU {run.hardware!r} matches no hardware alias; compared as "
+                     f"{base.shown('hardware')} (from the scenario options)")
+        return None
+
+
 def precision_hint(text: str | None) -> str | None:
     if not text:
         return None
@@ -156,7 +200,7 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
     notes: list[str] = []
     try:
         model = _model(run, base, notes)
-        hardware = _choice("hardware", run.hardware, base, notes)
+        hardware = _choice("hardware", _run_hardware(run, base, notes), base, notes)
         precision = _precision(run, base, notes, hardware)
         tp = _number("tp", run.tp, base, notes, "--set tp=N")
         isl = _number("isl", run.isl, base, notes, "--set isl=N")

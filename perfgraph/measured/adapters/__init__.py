@@ -39,7 +39,7 @@ from .base import (
     Statistic,
     UnknownFormatError,
     concurrency_of,
-    hardware_slug,
+    gpu_name,
     tp_of,
     unexpected,
 )
@@ -178,8 +178,6 @@ def _merge(values: dict, origins: dict, given: Mapping[str, Any], origin: str) -
         except RunRefused as exc:
             raise MetaFileError(f"{origin}: {exc}") from None
         value = kind(value)
-        if key == "hardware":
-            value = hardware_slug(value) or value
         if key == "precision":
             value = value.strip().lower()
         values[key], origins[key] = value, origin

@@ -279,31 +279,13 @@ def collect_stats(
 
 # --------------------------------------------------------------------------- hardware & text
 
-_HW_PATTERNS = (  # first match wins; GH200/GB200 are kept apart from H200/B200 on purpose
-    (r"gh200|gb200|gb300", None),
-    (r"h100.*pcie|pcie.*h100", "h100-pcie"),
-    (r"h100.*(sxm|hbm3)", "h100-sxm"),
-    (r"h100.*nvl", None),
-    (r"h200", "h200"),
-    (r"b200", "b200"),
-    (r"mi300x", "mi300x"),
-    (r"mi325x", "mi325x"),
-    (r"mi355x", "mi355x"),
-    (r"a100.*80\s*gb", "a100-80gb"),
-    (r"a100.*40\s*gb", "a100-40gb"),
-    (r"l40s", "l40s"),
-)
-
-
-def hardware_slug(text: str | None, bare_h100: str | None = None) -> str | None:
-    """Catalog slug for a GPU name the file gives, None when not recognisable."""
-    if not text:
+def gpu_name(text: object) -> str | None:
+    """The GPU name as the file prints it, stripped (None when it names none). Which catalog
+    hardware it is, run setup decides from the catalog's aliases (perfgraph.measured.setup)."""
+    if text is None:
         return None
-    t = str(text).lower()
-    for pattern, slug in _HW_PATTERNS:
-        if re.search(pattern, t):
-            return slug
-    return bare_h100 if re.search(r"h100", t) else None
+    name = " ".join(str(text).split())
+    return name or None
 
 
 def fmt_num(x: float) -> str:

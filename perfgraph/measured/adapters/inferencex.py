@@ -28,7 +28,7 @@ from .base import (
     concurrency_of,
     first_record,
     fmt_num,
-    hardware_slug,
+    gpu_name,
     number,
     put,
     tp_of,
@@ -115,11 +115,13 @@ class InferenceXRowsAdapter(Adapter):
         )
 
 
-def _hardware(text: Any, notes: list[str]) -> str | None:
-    slug = hardware_slug(str(text), bare_h100="h100-sxm")
-    if slug == "h100-sxm" and "sxm" not in str(text).lower():
-        notes.append(f"hardware '{text}' read as h100-sxm: InferenceX's H100 runners are SXM")
-    return slug
+def _hardware(text, notes: list[str]) -> str | None:
+    """The row's GPU name; a bare "H100" is the SXM part (InferenceX's H100 runners are SXM)."""
+    name = gpu_name(text)
+    if name is not None and name.lower() == "h100":
+        notes.append(f"hardware '{text}' read as H100-SXM: InferenceX's H100 runners are SXM")
+        return "H100-SXM"
+    return name
 
 
 def _mean(nominal: float) -> float:

@@ -25,7 +25,7 @@ from .base import (
     RunRefused,
     check_number,
     first_record,
-    hardware_slug,
+    gpu_name,
     number,
     put,
     put_rate,
@@ -90,7 +90,7 @@ class VllmAdapter(Adapter):
             index,
             precision=str(precision) if precision else None,
             model=record.get("model_id"),
-            hardware=hardware_slug(record.get("gpu") or record.get("hardware")
+            hardware=gpu_name(record.get("gpu") or record.get("hardware")
                                    or deploy.get("gpu")),
             tp=tp_of(tp, "tensor_parallel_size") if tp is not None else None,
             pp=deploy.get("pp"), gpus=deploy.get("gpus"),
