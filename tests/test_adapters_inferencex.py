@@ -90,8 +90,8 @@ def test_vllm_083_tp8_with_commands_sidecar():
     result = read_runs(TP8)
     assert result.format == "vllm" and not result.problems
     run = result.runs[0]
-    assert (run.hardware, run.tp, run.pp, run.gpus, run.engine) == ("NVIDIA A100-SXM4-40GB", 8, 1, 8,
-                                                                 "vllm")
+    assert (run.hardware, run.tp, run.pp, run.gpus, run.engine) == (
+        "NVIDIA A100-SXM4-40GB", 8, 1, 8, "vllm")
     assert run.model == "meta-llama/Llama-3.3-70B-Instruct" and run.completed == 200
     # measured lengths: totals ÷ completed = the per-request arrays' means
     assert run.isl_measured == pytest.approx(42659 / 200)

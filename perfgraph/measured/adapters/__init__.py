@@ -39,7 +39,6 @@ from .base import (
     Statistic,
     UnknownFormatError,
     concurrency_of,
-    gpu_name,
     tp_of,
     unexpected,
 )
