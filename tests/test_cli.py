@@ -174,7 +174,7 @@ def test_every_bad_fixture_has_a_case() -> None:
     (["eval", "--set", "isl=8k"], "(its units read as boltzmann_constant), but the cell is "
                                   "declared in token"),
     (["eval", "--set", "network_bandwidth=400 Gb/s"], "(its units read as gilbert / second)"),
-    (["eval", "--hardware", "h1000"], "known: a100-80gb"),
+    (["eval", "--hardware", "h1000"], "known: a100-40gb, a100-80gb"),
     (["eval", "--precision", "fp2"], "known: bf16, fp8, int8, fp4"),
     (["eval", "--precision", "fp4", "--hardware", "h100-sxm"], "no dense fp4"),
     (["eval", "--only", "ttf"], "did you mean 'ttft'"),
