@@ -35,13 +35,11 @@ CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
 #: (within 5% the two agree up to the ramp at the run's start and end).
 IN_FLIGHT_BELOW = 0.95
 #: Where a run's ISL or OSL came from, as the outputs name it.
-MEASURED, EXPECTED, CONFIGURED, OPTIONS = ("measured", "expected", "configured",
-                                          "scenario options")
-#: The deployment a run record may carry → the cell it sets, where the sheet has that cell
+MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
+#: The deployment a run record may carry, each set as the cell of its name where the sheet has it
 #: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
-DEPLOYMENT_CELLS = {"pp": "pp", "ep": "ep", "dp_attention": "dp_attention",
-                    "prefill_gpus": "prefill_gpus", "decode_gpus": "decode_gpus",
-                    "prefill_tp": "prefill_tp", "decode_tp": "decode_tp"}
+DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "prefill_gpus", "decode_gpus", "prefill_tp",
+                    "decode_tp")
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -247,8 +245,8 @@ def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tup
     """The run's deployment beyond TP as --set pairs, for the cells the sheet has; the others
     are named once, as carried but not modelled."""
     sets, unused = [], []
-    for field, cell in DEPLOYMENT_CELLS.items():
-        value = getattr(run, field)
+    for field in DEPLOYMENT_CELLS:
+        value, cell = getattr(run, field), field
         if value is None or (field == "pp" and value == 1 and cell not in base.cells):
             continue
         if cell in base.cells:
