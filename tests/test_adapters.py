@@ -23,11 +23,13 @@ from perfgraph.measured.adapters import (
     detect_format,
     read_runs,
 )
-from perfgraph.measured.adapters.base import hardware_slug
+from perfgraph.measured.setup import hardware_slug
 
 DATA = Path(__file__).parent / "data" / "measured"
 SHARED = Path("/work/shared/measured")
 MEASUREMENT_SUFFIXES = {".json", ".jsonl", ".csv"}
+#: measurement-looking files refused whole, with the reason they are refused for
+REFUSED_WHOLE = {"benchmark_results.json": "a summary table of the vLLM result JSONs beside it"}
 
 SGLANG_ONLINE = DATA / "sglang_h200_datacrunch/llama_3_3_70b_online_output.jsonl"
 SGLANG_OFFLINE = DATA / "sglang_h200_datacrunch/llama_3_3_70b_offline_output.jsonl"
@@ -79,8 +81,13 @@ def _shared_files():
 @pytest.mark.skipif(not SHARED.is_dir(), reason="/work/shared/measured is not on this machine")
 @pytest.mark.parametrize("path", _shared_files(), ids=lambda p: str(p.relative_to(SHARED)))
 def test_every_shared_file_reads_or_is_refused_with_reason(path):
-    if path.suffix not in MEASUREMENT_SUFFIXES:  # the command lines beside the AIPerf export
-        with pytest.raises(UnknownFormatError):
+    if path.suffix not in MEASUREMENT_SUFFIXES:  # command lines, console logs, configs, notes
+        with pytest.raises((UnknownFormatError, MeasuredFileError)) as refused:
+            read_runs(path)
+        assert str(path) in str(refused.value) and len(str(refused.value)) > len(str(path)) + 20
+        return
+    if path.name in REFUSED_WHOLE:
+        with pytest.raises(MeasuredFileError, match=REFUSED_WHOLE[path.name]):
             read_runs(path)
         return
     result = read_runs(path)
@@ -116,7 +123,7 @@ def test_inferencemax_h100_tp2_conc64_row():
     result = read_runs(IMAX / "1k1k/H100.json")
     assert len(result.runs) == 15
     run = _run(result, 4)
-    assert (run.tp, run.concurrency, run.hardware) == (2, 64, "h100-sxm")
+    assert (run.tp, run.concurrency, run.hardware) == (2, 64, "H100-SXM")
     assert run.label == "H100-SXM TP2 conc 64"
     assert run.metrics["ttft"].value == pytest.approx(134.7738)
     assert run.metrics["tpot"].value == pytest.approx(29.0358)
@@ -146,7 +153,7 @@ def test_inferencemax_8k1k_lengths_and_queueing_note():
 def test_inferencemax_h200_and_overrides():
     result = read_runs(IMAX / "1k1k/H200.json", overrides={"model": "meta-llama/Llama-3.3-70B"})
     run = _run(result, 0)
-    assert (run.hardware, run.tp, run.concurrency) == ("h200", 1, 4)
+    assert (run.hardware, run.tp, run.concurrency) == ("H200", 1, 4)  # raw; setup maps it
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(358.3077)
     assert run.model == "meta-llama/Llama-3.3-70B"
     assert not any("SXM" in n for n in run.notes)
@@ -154,7 +161,7 @@ def test_inferencemax_h200_and_overrides():
 
 def test_inferencemax_agg_seconds_become_ms():
     run = read_runs(SYN / "agg_llama70b_h100_tp2_conc64.json").runs[0]
-    assert (run.hardware, run.tp, run.concurrency) == ("h100-sxm", 2, 64)
+    assert (run.hardware, run.tp, run.concurrency) == ("H100-SXM", 2, 64)
     assert run.model == "meta-llama/Llama-3.3-70B-Instruct"
     assert run.metrics["ttft"].value == pytest.approx(134.8)
     assert run.metrics["tpot_p99"].value == pytest.approx(33.8)
@@ -208,7 +215,7 @@ def test_sidecar_and_overrides(tmp_path):
         'model = "meta-llama/Llama-3.3-70B-Instruct"\nhardware = "H200"\ntp = 4\n'
     )
     run = _run(read_runs(target), 4)
-    assert (run.model, run.hardware, run.tp) == ("meta-llama/Llama-3.3-70B-Instruct", "h200", 4)
+    assert (run.model, run.hardware, run.tp) == ("meta-llama/Llama-3.3-70B-Instruct", "H200", 4)
     assert run.label == "random 1024/1024 H200 TP4 rate 8"
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(
         run.metrics["total_throughput"].value / 4
@@ -279,7 +286,7 @@ def test_gpu_conc_single_level_file():
     run = read_runs(GPU_CONC / "benchmark_concurrency_64.json").runs[0]
     assert (run.model, run.hardware, run.tp, run.concurrency) == (
         "openai/gpt-oss-20b",
-        "h100-pcie",
+        "NVIDIA H100 PCIe",  # as the file prints it; run setup maps it to h100-pcie
         1,
         64,
     )
@@ -312,7 +319,7 @@ def test_aiperf_json():
         12,
         191,
     )
-    assert (run.hardware, run.tp, run.label) == ("b200", 4, "B200 TP4 conc 12")
+    assert (run.hardware, run.tp, run.label) == ("B200", 4, "B200 TP4 conc 12")
     assert run.duration_s == pytest.approx(1817.401431296)
     assert run.isl == pytest.approx(100742.03664921466)
     assert run.osl == pytest.approx(972.9738219895288)
@@ -478,26 +485,30 @@ def test_gpu_conc_gives_the_requests_in_flight():
 
 
 @pytest.mark.parametrize(
-    ("text", "bare", "slug"),
+    ("text", "slug"),
     [
-        ("NVIDIA H100 PCIe", None, "h100-pcie"),
-        ("NVIDIA H100 80GB HBM3", None, "h100-sxm"),
-        ("1xH100-80GB-SXM", None, "h100-sxm"),
-        ("H100", None, None),
-        ("H100", "h100-sxm", "h100-sxm"),
-        ("H200", None, "h200"),
-        ("NVIDIA GH200 480GB", None, None),
-        ("B200", None, "b200"),
-        ("GB200", None, None),
-        ("MI300X", None, "mi300x"),
-        ("4xNVIDIA_L40S", None, "l40s"),
-        ("NVIDIA A100-SXM4-80GB", None, "a100-80gb"),
-        ("NVIDIA A100-SXM4-40GB", None, None),
-        ("NVIDIA RTX 4090", None, None),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("1xH100-80GB-SXM", "h100-sxm"),  # a leading count is ignored
+        ("H100-SXM", "h100-sxm"),
+        ("H200", "h200"),
+        ("B200", "b200"),
+        ("MI300X", "mi300x"),
+        ("4xNVIDIA_L40S", "l40s"),  # '_' reads as a space
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("h200", "h200"),  # a catalog slug is its own alias
     ],
 )
-def test_hardware_slug(text, bare, slug):
-    assert hardware_slug(text, bare_h100=bare) == slug
+def test_gpu_names_map_to_the_catalog_by_its_aliases(text, slug):
+    assert hardware_slug(text) == slug
+
+
+@pytest.mark.parametrize("text", ["H100", "NVIDIA GH200 480GB", "NVIDIA RTX 4090"])
+def test_a_gpu_name_no_alias_matches_is_refused_with_the_way_out(text):
+    with pytest.raises(Exception, match="matches no hardware alias in the catalog; pass "
+                       "--hardware"):
+        hardware_slug(text)
 
 
 def test_runs_are_immutable():

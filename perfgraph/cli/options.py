@@ -18,6 +18,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
     group.add_argument("--hardware", "-H", help="hardware catalog name or TOML path")
     group.add_argument("--workload", "-w", help="workload catalog name or TOML path")
     group.add_argument("--precision", "-p", help="bf16, fp8, int8 or fp4")
+    group.add_argument("--engine", "-e",
+                       help="serving engine whose memory rule and scheduling defaults apply: "
+                            "vllm (default), sglang or trtllm")
     group.add_argument("--set", "-s", dest="sets", action="append", default=[],
                        metavar="NAME=VALUE",
                        help="set an input or pin any cell to a value ('4.8 TB/s') or a "
@@ -44,7 +47,7 @@ def spec_from_args(args: argparse.Namespace) -> ScenarioSpec:
         file=getattr(args, "scenario", None), model=args.model, hardware=args.hardware,
         workload=args.workload, precision=args.precision,
         sets=tuple(parse_set(s) for s in args.sets),
-        calibration=getattr(args, "calibration", None))
+        calibration=getattr(args, "calibration", None), engine=getattr(args, "engine", None))
 
 
 def load_scenario(args: argparse.Namespace) -> Scenario:

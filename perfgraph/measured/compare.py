@@ -184,7 +184,10 @@ def _osl_said(setup: Setup) -> str:
     if setup.e2el_osl is not None and setup.e2el_osl != setup.osl:
         return "the run's implied mean OSL (worked out from its own numbers), not the " \
             "configured one"
-    return {"measured": "the measured mean OSL", "configured": "the configured OSL (the file "
+    return {"measured": "the measured mean OSL",
+            "expected": "the expected mean OSL of the configured random range (the file "
+            "records no measured mean)",
+            "configured": "the configured OSL (the file "
             "records no measured mean)"}.get(setup.osl_source or "",
                                               "the OSL from the scenario options")
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfgraph.engine.numbers import number
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.base import in_flight
-from perfgraph.scenario.catalog import catalog_names, load_entry
-from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+from perfgraph.scenario.catalog import catalog_names, hardware_aliases, load_entry
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
 
 #: The serving inputs set per run, as columns of the sheet.
 CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
@@ -34,7 +35,11 @@ CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
 #: (within 5% the two agree up to the ramp at the run's start and end).
 IN_FLIGHT_BELOW = 0.95
 #: Where a run's ISL or OSL came from, as the outputs name it.
-MEASURED, CONFIGURED, OPTIONS = "measured", "configured", "scenario options"
+MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
+#: The deployment a run record may carry, each set as the cell of its name where the sheet has it
+#: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
+DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "prefill_gpus", "decode_gpus", "prefill_tp",
+                    "decode_tp")
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -65,16 +70,20 @@ class Setup:
     #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
     e2el_osl: float | None = None
     concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
+    engine: str | None = None  # the run's engine where the file names a known one, else None
+    #: (cell, value) for the run's deployment beyond TP, only cells the sheet has
+    deployment: tuple[tuple[str, str], ...] = ()
 
     @property
-    def group(self) -> tuple[str | None, str | None, str | None]:
+    def group(self) -> tuple:
         """Runs with the same group share one loaded scenario."""
-        return self.model, self.hardware, self.precision
+        return self.model, self.hardware, self.precision, self.engine, self.deployment
 
     def spec(self, base: ScenarioSpec) -> ScenarioSpec:
         return ScenarioSpec(file=base.file, model=self.model, hardware=self.hardware,
-                            workload=base.workload, precision=self.precision, sets=base.sets,
-                            calibration=base.calibration)
+                            workload=base.workload, precision=self.precision,
+                            sets=(*base.sets, *self.deployment),
+                            calibration=base.calibration, engine=self.engine or base.engine)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ class Baseline:
     choices: Mapping[str, str]  # model / hardware / precision: catalog name or path
     values: Mapping[str, float]  # tp / concurrency / isl / osl
     explicit: frozenset[str]
+    cells: frozenset[str] = frozenset()  # the sheet's cell names
+    engine: str = "vllm"
 
     @classmethod
     def from_spec(cls, spec: ScenarioSpec) -> Baseline:
@@ -96,7 +107,8 @@ class Baseline:
                    "precision": scenario.precision}
         values = {name: scenario.sheet.magnitude(name) for name in CONFIG_CELLS
                   if scenario.sheet.error(name) is None}
-        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)))
+        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)),
+                   frozenset(scenario.sheet.names), scenario.engine)
 
     @property
     def reference(self) -> str:
@@ -112,7 +124,7 @@ class Baseline:
 def _explicit(spec: ScenarioSpec, scenario: Scenario) -> set[str]:
     file_data = scenario.file.doc.data if scenario.file is not None else {}
     file_values = file_data.get("values", {}) if isinstance(file_data, dict) else {}
-    chosen = {kind for kind in ("model", "hardware", "precision")
+    chosen = {kind for kind in ("model", "hardware", "precision", "engine")
               if getattr(spec, kind) is not None or kind in file_data}
     set_names = {name for name, _ in spec.sets}
     for name in CONFIG_CELLS:
@@ -132,6 +144,49 @@ def model_slug(text: str | None) -> str | None:
     return max(found, key=len) if found else None
 
 
+def _normal(name: str) -> str:
+    """A GPU name compared loosely: case, '_' for ' ', and a leading '4x' count ignored."""
+    text = re.sub(r"[\s_]+", " ", name.strip().lower())
+    return re.sub(r"^\d+\s*x\s*", "", text)
+
+
+@lru_cache(maxsize=1)
+def _alias_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for slug, aliases in hardware_aliases().items():
+        for name in (slug, *aliases):
+            table.setdefault(_normal(name), slug)
+    return table
+
+
+def hardware_slug(name: str | None, notes: list[str] | None = None) -> str | None:
+    """The hardware catalog's name for a GPU name a file prints (its ``aliases``), None when
+    the file names none; a name no alias matches is refused with the names to use."""
+    if name is None:
+        return None
+    slug = _alias_table().get(_normal(name))
+    if slug is None:
+        raise _Refused(f"the file's GPU {name!r} matches no hardware alias in the catalog; "
+                       f"pass --hardware (known: {', '.join(catalog_names('hardware'))}) or add "
+                       "the name to that hardware file's aliases")
+    if notes is not None and slug != name:
+        notes.append(f"GPU {name!r} is hardware {slug} (its catalog aliases)")
+    return slug
+
+
+def _run_hardware(run: MeasuredRun, base: Baseline, notes: list[str]) -> str | None:
+    """The run's GPU as a catalog slug; a name no alias matches gives way to an explicit
+    ``--hardware`` (with a note), else refuses the run."""
+    try:
+        return hardware_slug(run.hardware, notes)
+    except _Refused:
+        if "hardware" not in base.explicit:
+            raise
+        notes.append(f"the file's GPU {run.hardware!r} matches no hardware alias; compared as "
+                     f"{base.shown('hardware')} (from the scenario options)")
+        return None
+
+
 def precision_hint(text: str | None) -> str | None:
     if not text:
         return None
@@ -143,27 +198,65 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
     notes: list[str] = []
     try:
         model = _model(run, base, notes)
-        hardware = _choice("hardware", run.hardware, base, notes)
+        hardware = _choice("hardware", _run_hardware(run, base, notes), base, notes)
         precision = _precision(run, base, notes, hardware)
         tp = _number("tp", run.tp, base, notes, "--set tp=N")
         isl = _number("isl", run.isl, base, notes, "--set isl=N")
         osl = _number("osl", run.osl, base, notes, "--set osl=N")
         concurrency, conc_source = _concurrency(run, base, notes)
+        engine = _engine(run, base, notes)
     except _Refused as exc:
         return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
     if base.spec.calibration:
         notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
                      "roofline, 'vs predicted' against the calibrated model")
-    osl_source = _source(run.osl_measured, run.osl_configured)
+    osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
+    deployment = _deployment(run, base, notes)
+    e2el_osl = _e2el_osl(run, osl, osl_source, notes)
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
-                 isl_source=_source(run.isl_measured, run.isl_configured),
-                 osl_source=osl_source, e2el_osl=_e2el_osl(run, osl, osl_source, notes),
-                 concurrency_source=conc_source)
+                 isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
+                 osl_source=osl_source, e2el_osl=e2el_osl,
+                 concurrency_source=conc_source, engine=engine, deployment=deployment)
 
 
-def _source(measured: float | None, configured: float | None) -> str:
-    return MEASURED if measured is not None else CONFIGURED if configured is not None \
+def _source(measured: float | None, expected: float | None, configured: float | None) -> str:
+    if measured is not None:
+        return MEASURED
+    return EXPECTED if expected is not None else CONFIGURED if configured is not None \
         else OPTIONS
+
+
+def _engine(run: MeasuredRun, base: Baseline, notes: list[str]) -> str | None:
+    """The run's engine wins, like its precision; one without an engine file is modelled with
+    the scenario's engine, and says so."""
+    if run.engine is None:
+        return None
+    known = engine_names()
+    if run.engine not in known:
+        notes.append(f"the file's engine {run.engine!r} has no engine file (known: "
+                     f"{', '.join(known)}); modelled with {base.engine}'s memory rule")
+        return None
+    if "engine" in base.explicit and base.engine != run.engine:
+        notes.append(f"--engine {base.engine} not used: the file says {run.engine}")
+    return run.engine
+
+
+def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """The run's deployment beyond TP as --set pairs, for the cells the sheet has; the others
+    are named once, as carried but not modelled."""
+    sets, unused = [], []
+    for field in DEPLOYMENT_CELLS:
+        value, cell = getattr(run, field), field
+        if value is None or (field == "pp" and value == 1 and cell not in base.cells):
+            continue
+        if cell in base.cells:
+            sets.append((cell, str(value).lower() if isinstance(value, bool) else str(value)))
+        else:
+            unused.append(f"{field} {value}")
+    if unused:
+        notes.append(f"the file's {', '.join(unused)} not modelled (no such cell in the sheet "
+                     "yet)")
+    return tuple(sets)
 
 
 def _e2el_osl(run: MeasuredRun, osl: float, source: str, notes: list[str]) -> float:

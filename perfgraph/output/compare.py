@@ -49,11 +49,19 @@ def _model_at(c: Comparison) -> str:
     return f"{s.model} · {s.precision} · {s.hardware}"
 
 
+#: The run's deployment beyond TP, as the file gives it (JSON and Parquet columns)
+DEPLOYMENT = ("pp", "gpus", "ep", "dp_attention", "disaggregated", "prefill_gpus",
+              "decode_gpus", "prefill_tp", "decode_tp", "prefill_ep", "decode_ep",
+              "spec_decoding")
+
 #: How the "model at" column names where a run's ISL/OSL came from.
 LENGTHS_SAID = {"measured": "measured means (total tokens ÷ completed requests)",
+                "expected": "expected means of the configured random range (the file records "
+                            "no measured lengths)",
                 "configured": "configured (the file records no measured lengths)",
                 "scenario options": "from the scenario options (the file does not say)"}
-_SHORT = {"measured": "meas.", "configured": "cfg.", "scenario options": "opt."}
+_SHORT = {"measured": "meas.", "expected": "exp.", "configured": "cfg.",
+          "scenario options": "opt."}
 
 
 def _lengths(c: Comparison) -> str:
@@ -247,7 +255,9 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
                      "osl_source": s.osl_source, "isl_configured": r.isl_configured,
                      "osl_configured": r.osl_configured, "isl_measured": r.isl_measured,
                      "osl_measured": r.osl_measured, "osl_implied": r.osl_implied,
-                     "e2el_osl": s.e2el_osl}
+                     "isl_expected": r.isl_expected, "osl_expected": r.osl_expected,
+                     "e2el_osl": s.e2el_osl, "engine": s.engine, "engine_in_file": r.engine,
+                     **{k: getattr(r, k) for k in DEPLOYMENT}}
         for name in METRICS:
             m = c.metric(name)
             unit = "token_per_s" if name == "throughput" else "ms"
@@ -284,7 +294,8 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
                 "precision_in_file", "tp", "concurrency", "concurrency_source",
                 "concurrency_configured", "concurrency_measured", "isl", "osl", "isl_source",
                 "osl_source", "isl_configured", "osl_configured", "isl_measured",
-                "osl_measured", "osl_implied", "e2el_osl", "mfu", "mbu", "decode_headroom",
+                "osl_measured", "osl_implied", "isl_expected", "osl_expected", "e2el_osl",
+                "engine", "engine_in_file", *DEPLOYMENT, "mfu", "mbu", "decode_headroom",
                 "caveats", "notes", "error")
         runs.append({**{k: flat[k] for k in keep}, "metrics": metrics,
                      "findings": [{"id": f.id, "title": f.title, "text": f.text, "lever": f.lever,

@@ -40,7 +40,12 @@ from perfgraph.scenario.catalog import (
 
 DEFAULTS = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "workload": "chat-1k1k",
             "precision": "fp8"}
-SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "values", "cells")
+SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "engine",
+                 "values", "cells")
+#: The serving engine whose memory rule and scheduling defaults apply (``--engine``).
+DEFAULT_ENGINE = "vllm"
+ENGINES_DIR = Path(__file__).resolve().parent / "engines"
+ENGINE_KEYS = ("name", "doc", "values")
 CALIBRATION_KEYS = ("name", "doc", "values", "cells", "profile")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
@@ -56,6 +61,7 @@ class ScenarioSpec:
     precision: str | None = None
     sets: tuple[tuple[str, str], ...] = ()
     calibration: str | None = None  # a calibration overlay (TOML with [values]/[cells])
+    engine: str | None = None  # vllm | sglang | trtllm (None: the scenario file's, else vllm)
 
 
 @dataclass
@@ -71,6 +77,7 @@ class Scenario:
     file: Entry | None = None
     notes: list[str] = field(default_factory=list)
     calibration: Entry | None = None
+    engine: str = DEFAULT_ENGINE
 
     def choice(self, kind: str) -> str:
         return {"model": self.model, "hardware": self.hardware,
@@ -132,7 +139,9 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
             raise exc.located(file=file_entry.path, line=file_entry.doc.line("precision")) \
                 from None
         raise
-    calibration = _calibration(spec.calibration, entries["hardware"])
+    engine = _engine_name(spec, file_entry)
+    _apply(decls, engine_entry(engine, file_entry if spec.engine is None else None))
+    calibration = _calibration(spec.calibration, entries["hardware"], engine)
     if calibration is not None:
         _apply(decls, calibration)
     if file_entry is not None:
@@ -143,7 +152,36 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     sheet = Sheet(decls.values())
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
-                    precision=chosen["precision"], file=file_entry, calibration=calibration)
+                    precision=chosen["precision"], file=file_entry, calibration=calibration,
+                    engine=engine)
+
+
+def engine_names() -> list[str]:
+    return sorted(p.stem for p in ENGINES_DIR.glob("*.toml"))
+
+
+def _engine_name(spec: ScenarioSpec, file_entry: Entry | None) -> str:
+    return str(spec.engine or _from_file(file_entry, "engine") or DEFAULT_ENGINE).strip().lower()
+
+
+@lru_cache(maxsize=8)
+def _engine_doc(name: str) -> tomlfile.TomlDoc:
+    return tomlfile.read(ENGINES_DIR / f"{name}.toml")
+
+
+def engine_entry(name: str, file_entry: Entry | None = None) -> Entry:
+    """The engine file for ``name``; an unknown name is one message listing the engines (and
+    the scenario file's line when the name came from there)."""
+    known = engine_names()
+    if name not in known:
+        exc = CatalogError(f"unknown engine {name!r}{_near(name, known)}; known engines: "
+                           f"{', '.join(known)}", name="engine")
+        if file_entry is not None:
+            raise exc.located(file=file_entry.path, line=file_entry.doc.line("engine"))
+        raise exc
+    entry = Entry("engine", _engine_doc(name))
+    check_keys(entry, ENGINE_KEYS)
+    return entry
 
 
 def _check_complete(decls: dict[str, Declaration], entries: dict[str, Entry],
@@ -180,13 +218,13 @@ def _scenario_file(path: str) -> Entry:
     return Entry("scenario", tomlfile.read(path))  # its keys are checked with its values
 
 
-def _calibration(given: str | None, hardware: Entry) -> Entry | None:
-    """The overlay named, or with ``auto`` the shipped profile for the hardware (none: the
-    roofline, and :attr:`Scenario.prediction` says so)."""
+def _calibration(given: str | None, hardware: Entry, engine: str | None = None) -> Entry | None:
+    """The overlay named, or with ``auto`` the shipped profile for the hardware and engine
+    (none: the roofline, and :attr:`Scenario.prediction` says so)."""
     if not given:
         return None
     if given.strip().lower() == "auto":
-        found = profiles.find_profile(hardware.slug)
+        found = profiles.find_profile(hardware.slug, engine)
         return _overlay_file(str(found)) if found else None
     return _overlay_file(given)
 

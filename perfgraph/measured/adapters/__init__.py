@@ -39,12 +39,13 @@ from .base import (
     Statistic,
     UnknownFormatError,
     concurrency_of,
-    hardware_slug,
     tp_of,
     unexpected,
 )
+from .commands import SummaryTableAdapter
 from .gpu_conc import GpuConcAdapter
 from .inferencemax import InferenceMaxAggAdapter, InferenceMaxRowsAdapter
+from .inferencex import InferenceXRowsAdapter
 from .sglang import SGLangAdapter
 from .vllm import VllmAdapter, VllmLegacyAdapter
 
@@ -75,6 +76,8 @@ ADAPTERS: tuple[Adapter, ...] = (
     AiperfCsvAdapter(),
     InferenceMaxRowsAdapter(),
     InferenceMaxAggAdapter(),
+    InferenceXRowsAdapter(),
+    SummaryTableAdapter(),
 )
 FORMATS: Mapping[str, str] = MappingProxyType({a.format: a.reads for a in ADAPTERS})
 """format name -> what that adapter reads, in detection order."""
@@ -174,8 +177,6 @@ def _merge(values: dict, origins: dict, given: Mapping[str, Any], origin: str) -
         except RunRefused as exc:
             raise MetaFileError(f"{origin}: {exc}") from None
         value = kind(value)
-        if key == "hardware":
-            value = hardware_slug(value) or value
         if key == "precision":
             value = value.strip().lower()
         values[key], origins[key] = value, origin

@@ -69,6 +69,26 @@ class MeasuredRun:
     #: the notes that change how the numbers read (zero-length outputs, recomputed metrics, ITL
     #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
     caveats: tuple[str, ...] = ()
+    #: the mean lengths a configured random range implies where the file records no measured
+    #: ones (InferenceX draws each length uniformly in [0.8, 1.0] × nominal: mean 0.9 × nominal)
+    isl_expected: float | None = None
+    osl_expected: float | None = None
+    #: the serving engine as the file names it, normalised (vllm, sglang, trtllm, atom …)
+    engine: str | None = None
+    #: the deployment beyond TP, as the file gives it (None where it does not say); the model
+    #: may not use every field yet, the run carries them (``compare --format json``)
+    pp: int | None = None
+    gpus: int | None = None  # GPUs the run's per-GPU figures divide by
+    ep: int | None = None
+    dp_attention: bool | None = None
+    disaggregated: bool | None = None
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+    prefill_tp: int | None = None
+    decode_tp: int | None = None
+    prefill_ep: int | None = None
+    decode_ep: int | None = None
+    spec_decoding: str | None = None  # "none", "mtp", "eagle" …
 
 
 @dataclass(frozen=True)
@@ -259,30 +279,13 @@ def collect_stats(
 
 # --------------------------------------------------------------------------- hardware & text
 
-_HW_PATTERNS = (  # first match wins; GH200/GB200 are kept apart from H200/B200 on purpose
-    (r"gh200|gb200|gb300", None),
-    (r"h100.*pcie|pcie.*h100", "h100-pcie"),
-    (r"h100.*(sxm|hbm3)", "h100-sxm"),
-    (r"h100.*nvl", None),
-    (r"h200", "h200"),
-    (r"b200", "b200"),
-    (r"mi300x", "mi300x"),
-    (r"mi325x", "mi325x"),
-    (r"mi355x", "mi355x"),
-    (r"a100.*80\s*gb", "a100-80gb"),  # the catalog holds only the 80 GB A100
-    (r"l40s", "l40s"),
-)
-
-
-def hardware_slug(text: str | None, bare_h100: str | None = None) -> str | None:
-    """Catalog slug for a GPU name the file gives, None when not recognisable."""
-    if not text:
+def gpu_name(text: object) -> str | None:
+    """The GPU name as the file prints it, stripped (None when it names none). Which catalog
+    hardware it is, run setup decides from the catalog's aliases (perfgraph.measured.setup)."""
+    if text is None:
         return None
-    t = str(text).lower()
-    for pattern, slug in _HW_PATTERNS:
-        if re.search(pattern, t):
-            return slug
-    return bare_h100 if re.search(r"h100", t) else None
+    name = " ".join(str(text).split())
+    return name or None
 
 
 def fmt_num(x: float) -> str:
@@ -358,13 +361,17 @@ def build_run(
     _check_config(values)
     measured = {kind: values[kind] for kind in ("isl", "osl")}
     for kind in ("isl", "osl"):
+        if values[kind] is None and values[f"{kind}_expected"] is not None:
+            values[kind] = values[f"{kind}_expected"]
+            notes_.append(f"{kind.upper()} is the expected mean of the configured random "
+                          "range; the file records no measured mean")
         if values[kind] is None and values[f"{kind}_configured"] is not None:
             values[kind] = values[f"{kind}_configured"]
             notes_.append(
                 f"{kind.upper()} is the configured value; the file records no measured mean"
             )
     metrics = dict(metrics)
-    _derive_per_gpu(metrics, values["tp"], notes_)
+    _derive_per_gpu(metrics, values["gpus"] or values["tp"], notes_)
     for key, m in metrics.items():
         check_number(m.value, key)
     label = make_label(label_prefix, values)
@@ -381,6 +388,7 @@ def _check_config(values: dict) -> None:
     if values["concurrency"] is not None:
         values["concurrency"] = concurrency_of(values["concurrency"], "concurrency")
     for key in ("isl", "osl", "isl_configured", "osl_configured", "osl_implied",
+                "isl_expected", "osl_expected",
                 "concurrency_measured", "request_rate", "duration_s"):
         value = values[key]
         if value is not None and (check_number(value, key, allow_inf=key == "request_rate")
@@ -393,9 +401,10 @@ def _derive_per_gpu(metrics: dict, tp: int | None, notes: list[str]) -> None:
     if "throughput_per_gpu" in metrics or "total_throughput" not in metrics or not tp:
         return
     per_gpu = metrics["total_throughput"].value / tp
-    what = f"derived here: total (input+output) tokens/s ÷ TP {tp}; the file has no per-GPU figure"
+    what = f"derived here: total (input+output) tokens/s ÷ {tp} GPUs; the file has no per-GPU " \
+        "figure"
     put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", what)
-    notes.append(f"throughput_per_gpu derived as total_throughput ÷ TP {tp}")
+    notes.append(f"throughput_per_gpu derived as total_throughput ÷ {tp} GPUs")
 
 
 # --------------------------------------------------------------------------- adapter interface

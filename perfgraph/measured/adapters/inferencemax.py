@@ -25,7 +25,7 @@ from .base import (
     collect_stats,
     concurrency_of,
     first_record,
-    hardware_slug,
+    gpu_name,
     number,
     put,
     tp_of,
@@ -44,10 +44,12 @@ _K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768
 
 
 def _hardware(text, notes: list[str]) -> str | None:
-    slug = hardware_slug(text, bare_h100="h100-sxm")
-    if slug == "h100-sxm" and "sxm" not in str(text).lower():
-        notes.append(f"hardware '{text}' read as h100-sxm: InferenceMAX's H100 runners are SXM")
-    return slug
+    """The row's GPU name; a bare "H100" is the SXM part (InferenceMAX's H100 runners are SXM)."""
+    name = gpu_name(text)
+    if name is not None and name.lower() == "h100":
+        notes.append(f"hardware '{text}' read as H100-SXM: InferenceMAX's H100 runners are SXM")
+        return "H100-SXM"
+    return name
 
 
 def _lengths_from_dir(doc: Document) -> tuple[int, int, str] | None:

@@ -25,12 +25,13 @@ from .base import (
     RunRefused,
     check_number,
     first_record,
-    hardware_slug,
+    gpu_name,
     number,
     put,
     put_rate,
     tp_of,
 )
+from .commands import commands_file
 from .serving import ServingRecord, definitions, has_totals
 from .sglang import looks_like_sglang
 
@@ -63,10 +64,17 @@ class VllmAdapter(Adapter):
         record = first_record(doc)
         return record is not None and _is_vllm(record) and _is_current(record) != self.legacy
 
+    def prepare(self, doc: Document, ctx: Context) -> dict | None:
+        return commands_file(doc)
+
     def read_record(self, record: dict, index: int, ctx: Context, shared) -> MeasuredRun:
         run = ServingRecord.read(record, _NAMES, DEFINITIONS)
+        deploy = shared or {}
+        run.notes.extend(deploy.get("notes", ()))
         self._throughputs(record, run.metrics, run.notes)
         _per_request(record, run.metrics, run.caveats)
+        _lengths_note(record, run.notes)
+        _e2el_from_arrays(record, run.metrics, run.notes)
         failed = number(record, "failed", required=False)
         if failed:
             run.caveats.append(f"{failed:g} requests failed and are excluded from every statistic")
@@ -74,7 +82,7 @@ class VllmAdapter(Adapter):
         run.check_lengths(number(record, "random_input_len", required=False),
                           number(record, "random_output_len", required=False))
         tp = next((record[k] for k in ("tensor_parallel_size", "tp") if record.get(k) is not None),
-                  None)
+                  deploy.get("tp"))
         precision = record.get("precision")  # not in upstream files; some harnesses add it
         return run.build(
             ctx,
@@ -82,8 +90,11 @@ class VllmAdapter(Adapter):
             index,
             precision=str(precision) if precision else None,
             model=record.get("model_id"),
-            hardware=hardware_slug(record.get("gpu") or record.get("hardware")),
+            hardware=gpu_name(record.get("gpu") or record.get("hardware")
+                                   or deploy.get("gpu")),
             tp=tp_of(tp, "tensor_parallel_size") if tp is not None else None,
+            pp=deploy.get("pp"), gpus=deploy.get("gpus"),
+            engine="vllm" if record.get("backend") == "vllm" else None,  # the client's backend
         )
 
     def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
@@ -120,6 +131,42 @@ class VllmLegacyAdapter(VllmAdapter):
             "total_throughput derived as input_throughput + output_throughput "
             "(old vLLM files carry no total)"
         )
+
+
+def _lengths_note(record: dict, notes: list[str]) -> None:
+    """Say where the measured mean lengths come from when per-request arrays back them."""
+    ins, outs = record.get("input_lens"), record.get("output_lens")
+    if not (isinstance(ins, list) and isinstance(outs, list) and ins and outs):
+        return
+    try:
+        isl = statistics.fmean(check_number(x, "input_lens[]") for x in ins)
+        osl = statistics.fmean(check_number(x, "output_lens[]") for x in outs)
+    except RunRefused:
+        return
+    notes.append(f"mean ISL {isl:.1f} / OSL {osl:.1f} over the {len(ins)} per-request "
+                 "input_lens/output_lens (measured lengths)")
+
+
+def _e2el_from_arrays(record: dict, metrics: dict, notes: list[str]) -> None:
+    """Mean E2EL from the per-request arrays (TTFT + the request's inter-token gaps) where the
+    file has no E2EL statistic (vLLM 0.8 reports ttft, tpot, itl by default)."""
+    ttfts, itls, errors = record.get("ttfts"), record.get("itls"), record.get("errors")
+    if "e2el" in metrics or not isinstance(ttfts, list) or not isinstance(itls, list) \
+            or len(ttfts) != len(itls) or not ttfts:
+        return
+    errors = errors if isinstance(errors, list) and len(errors) == len(ttfts) else [""] * len(ttfts)
+    try:
+        e2els = [check_number(t, "ttfts[]") + sum(check_number(g, "itls[]") for g in gaps)
+                 for t, gaps, err in zip(ttfts, itls, errors, strict=True)
+                 if not err and isinstance(gaps, list)]
+    except RunRefused:
+        return
+    if not e2els:
+        return
+    put(metrics, "e2el", "mean", statistics.fmean(e2els) * 1000.0, "ms",
+        DEFINITIONS["e2el"] + "; here TTFT + the request's inter-token gaps, per request")
+    notes.append(f"mean E2EL worked out from the per-request ttfts and itls of {len(e2els)} "
+                 "requests (the file has no E2EL statistic)")
 
 
 def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
