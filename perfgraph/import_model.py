@@ -115,7 +115,8 @@ def _shape(config: dict) -> dict[str, Any]:
     s["gpt_oss"] = mt == "gpt_oss"
     s["qkv_bias"] = mt in ("qwen2", "qwen2_moe") or bool(c.get("attention_bias"))
     s["o_bias"] = bool(c.get("attention_bias")) and not mt.startswith("qwen")
-    s["qk_norm"] = mt in ("qwen3", "qwen3_moe") or bool(c.get("qk_layernorm"))
+    s["qk_norm"] = mt in ("qwen3", "qwen3_moe", "gemma3_text") or bool(c.get("qk_layernorm"))
+    s["norms"] = 4 if mt == "gemma3_text" else 2  # Gemma 3: pre/post norms around both blocks
     s["mlp_bias"] = bool(c.get("mlp_bias")) or s["gpt_oss"]
     s["noaux_bias"] = c.get("topk_method") == "noaux_tc"  # e_score_correction_bias
     return s
@@ -150,7 +151,7 @@ def _breakdown(s: dict) -> dict[str, tuple[int, int]]:
     embed = s["vocab"] * d
     parts = {
         "embeddings": (embed, embed),
-        "attention+norms": (n_layers * (_attention(s) + 2 * d) + d,) * 2,  # + final norm
+        "attention+norms": (n_layers * (_attention(s) + s["norms"] * d) + d,) * 2,  # + final norm
         "lm_head": (0, 0) if s["tied"] else (embed, embed),
     }
     if s["ffn"] and s["dense_layers"]:
