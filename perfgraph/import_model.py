@@ -220,7 +220,7 @@ def extra_values(config: dict) -> list[tuple[str, str, str]]:
     c = _text_config(config)
     rows = [(k, _num(v), doc) for (k, v), doc in zip(_groups(s, _breakdown(s)).items(), (
         "vocab_size x hidden_size" + (" (tied)" if s["tied"] else " x 2 (embeddings + lm_head)"),
-        "shared experts of every MoE layer", "every routed expert of every MoE layer"))
+        "shared experts of every MoE layer", "every routed expert of every MoE layer"), strict=True)
         if v or k == "params_embedding"]
     if s["experts"]:
         rows += [("n_routed_experts", str(s["experts"]), "routed experts per MoE layer"),
