@@ -225,6 +225,8 @@ def extra_values(config: dict) -> list[tuple[str, str, str]]:
     if s["experts"]:
         rows += [("n_routed_experts", str(s["experts"]), "routed experts per MoE layer"),
                  ("n_experts_per_tok", str(s["top_k"]), "top-k")]
+        if s["dense_layers"]:
+            rows.append(("n_moe_layers", str(s["moe_layers"]), "layers with routed experts"))
     for k, v in _attention_kinds(c, s["layers"]).items():
         if v:
             rows.append((k, str(v), {"n_sliding_layers": "layers with a sliding window",

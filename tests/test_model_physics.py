@@ -154,3 +154,19 @@ def test_a_tensor_group_without_a_known_precision_is_refused(tmp_path, table, me
     with pytest.raises(PerfgraphError, match=message) as exc:
         scenario(model=str(bad))
     assert str(bad) in str(exc.value) and "expected one of" in str(exc.value)
+
+
+def test_ep_all_to_all_and_dp_attention_by_hand() -> None:
+    sc = scenario(("tp", 8), ("ep", 8), ("concurrency", 64), ("dp_attention", "true"),
+                  model="deepseek-r1-0528", hardware="h200")
+    one_way = 64 * 8 * 7168 * 2 * 7 / 8          # tokens x top-k x d_model x 2 B x (ep-1)/ep
+    assert mag(sc, "ep_alltoall_bytes", "B") == pytest.approx(one_way)
+    assert mag(sc, "ep_alltoalls_per_step") == 2 * 58
+    per = mag(sc, "collective_latency", "s") + one_way / mag(sc, "link_bandwidth", "B/s")
+    assert mag(sc, "ep_comm_time_per_step", "s") == pytest.approx(2 * 58 * per)
+    assert mag(sc, "kv_replication") == 1
+    tp_only = scenario(("tp", 8), model="deepseek-r1-0528", hardware="h200")
+    assert mag(tp_only, "kv_replication") == 8     # MLA's one latent on every TP rank
+    shared = mag(sc, "shared_weights_bytes", "B")
+    assert mag(sc, "weights_bytes_held", "B") == pytest.approx(
+        mag(sc, "weights_bytes", "B") + 7 * shared)
