@@ -170,3 +170,15 @@ def test_ep_all_to_all_and_dp_attention_by_hand() -> None:
     shared = mag(sc, "shared_weights_bytes", "B")
     assert mag(sc, "weights_bytes_held", "B") == pytest.approx(
         mag(sc, "weights_bytes", "B") + 7 * shared)
+
+
+def test_a_measured_xpyd_deployment_sets_its_pools() -> None:
+    sc = scenario(("tp", 8), ("ep", 8), ("dp_attention", "true"), ("prefill_gpus", 8),
+                  ("decode_gpus", 16), ("prefill_tp", 8), model="deepseek-r1-0528",
+                  hardware="h200")
+    assert mag(sc, "disagg_gpus") == 24
+    prefill = 8 * mag(sc, "prefill_pool_rate", "token/s") / 8
+    decode = 16 * mag(sc, "max_throughput_per_gpu", "token/s")
+    ceiling = min(decode, prefill * mag(sc, "osl", "token") / mag(sc, "isl", "token"))
+    assert mag(sc, "disagg_throughput_ceiling", "token/s") == pytest.approx(ceiling)
+    assert mag(sc, "disagg_throughput_ceiling_per_gpu", "token/s") == pytest.approx(ceiling / 24)
