@@ -182,3 +182,14 @@ def test_a_measured_xpyd_deployment_sets_its_pools() -> None:
     ceiling = min(decode, prefill * mag(sc, "osl", "token") / mag(sc, "isl", "token"))
     assert mag(sc, "disagg_throughput_ceiling", "token/s") == pytest.approx(ceiling)
     assert mag(sc, "disagg_throughput_ceiling_per_gpu", "token/s") == pytest.approx(ceiling / 24)
+
+
+def test_mistral_sliding_layers_grow_until_the_window_fills() -> None:
+    layer = 2 * 8 * 128 * 2  # K and V of 8 heads x 128 at BF16
+    short = scenario(model="mistral-7b", precision="bf16")  # mean context 1536 < 4096
+    assert mag(short, "kv_bytes_per_token", "B/token") == 32 * layer
+    long = scenario(("isl", 8192), ("max_context", 9216), model="mistral-7b", precision="bf16")
+    assert mag(long, "kv_bytes_per_token", "B/token") == 0
+    assert mag(long, "kv_bytes_per_seq", "B") == 32 * 4096 * layer
+    assert mag(long, "kv_bytes_max_context", "B") == 32 * 4096 * layer
+    assert mag(long, "kv_crossover_context", "token") == 0  # never: KV stopped growing
