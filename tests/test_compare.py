@@ -223,7 +223,7 @@ def test_a_precision_the_chip_cannot_compute_is_refused_or_gives_way(tmp_path):
     (folder / "rows.json").write_text(json.dumps([{**rows[0], "Precision": "FP4"}]))
     refused = compared(folder / "rows.json")[0]
     assert "h100-sxm has no dense fp4 compute" in refused.error
-    assert '--precision bf16 (or fp8) with --set weight_bytes="0.5 B"' in refused.error
+    assert '--precision bf16 (or fp8) with --set weight_bytes="0.5625 B"' in refused.error
     given = compared(folder / "rows.json", precision="bf16")[0]
     assert given.error is None and given.setup.precision == "bf16"
     assert any("modelled at --precision bf16 as given" in n for n in given.setup.notes)

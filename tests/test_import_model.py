@@ -190,18 +190,15 @@ def test_model_toml_parses_and_carries_the_values():
             assert "#" in line, f"uncommented value: {line}"
 
 
-def test_model_toml_for_mla_overrides_kv_bytes_per_token():
+def test_model_toml_for_mla_gives_the_latent_widths():
     doc = tomllib.loads(model_toml(config("deepseek-v3"), "deepseek-v3", "deepseek-ai/DeepSeek-V3",
                                    name="DeepSeek-V3"))
     v = doc["values"]
     assert v["n_params"] == 671_026_419_200 and v["n_active_params"] == 37_552_297_472
     assert (v["n_heads"], v["n_kv_heads"], v["head_dim"], v["n_layers"]) == (128, 128, 192, 61)
-    cells = doc["cells"]
-    assert cells["kv_lora_rank"]["value"] == 512 and cells["kv_lora_rank"]["unit"] == ""
-    assert cells["qk_rope_head_dim"]["value"] == 64
-    kv = cells["kv_bytes_per_token"]
-    assert kv["unit"] == "B/token"
-    assert kv["formula"] == "n_layers * (kv_lora_rank + qk_rope_head_dim) * kv_bytes / token"
+    assert "cells" not in doc  # the sheet's kv_bytes_per_token knows MLA
+    assert (v["kv_lora_rank"], v["qk_rope_head_dim"], v["v_head_dim"]) == (512, 64, 128)
+    assert (v["n_routed_experts"], v["n_experts_per_tok"]) == (256, 8)
     # 61 x (512 + 64) = 35,136 B/token at 1 byte, vs 2 x 61 x 128 x 192 = 2,998,272 for MHA
     assert v["n_layers"] * (512 + 64) == 35_136
 
@@ -223,7 +220,8 @@ CATALOG = [("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
            ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"),
            ("qwen2.5-72b", "Qwen/Qwen2.5-72B-Instruct"),
            ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
-           ("gpt-oss-120b", "openai/gpt-oss-120b")]
+           ("gpt-oss-120b", "openai/gpt-oss-120b"),
+           ("gpt-oss-20b", "openai/gpt-oss-20b")]
 
 
 @pytest.mark.parametrize("slug,hf_id", CATALOG, ids=[c[0] for c in CATALOG])
@@ -236,3 +234,4 @@ def test_catalog_model_files_agree_with_their_configs(slug, hf_id):
     assert doc["hf_id"] == hf_id
     assert doc["values"] == generated["values"]
     assert doc.get("cells") == generated.get("cells")
+    assert doc.get("weight_precision") == generated.get("weight_precision")

@@ -286,10 +286,11 @@ def test_static_batching_pays_for_length_variance() -> None:
 def test_attention_flops_switch_in_for_long_contexts() -> None:
     off = scenario(("isl", 32768), ("max_context", 33792))
     on = scenario(("isl", 32768), ("max_context", 33792), ("attention_flops", "true"))
-    # 4 · ISL² · d_model · n_layers = 4 × 32768² × 8192 × 80 FLOP.
-    assert v(on, "prefill_attention_flops", "FLOP") == pytest.approx(4 * 32768 ** 2 * 8192 * 80)
-    assert v(on, "prefill_flops", "FLOP") == pytest.approx(
-        v(off, "prefill_flops", "FLOP") + 4 * 32768 ** 2 * 8192 * 80)
+    # Causal (issue 11): 2 · ISL² · heads · head_dim · n_layers = 2 × 32768² × 64 × 128 × 80 FLOP,
+    # half the non-causal 4 · ISL² · d_model · n_layers (heads × head_dim = d_model here).
+    causal = 2 * 32768 ** 2 * 64 * 128 * 80
+    assert v(on, "prefill_attention_flops", "FLOP") == pytest.approx(causal)
+    assert v(on, "prefill_flops", "FLOP") == pytest.approx(v(off, "prefill_flops", "FLOP") + causal)
     assert v(on, "ttft", "ms") > 1.1 * v(off, "ttft", "ms")
     assert v(on, "decode_attention_flops_per_token", "FLOP/token") == pytest.approx(
         4 * (32768 + 512) * 8192 * 80)

@@ -115,7 +115,8 @@ def _shape(config: dict) -> dict[str, Any]:
     s["gpt_oss"] = mt == "gpt_oss"
     s["qkv_bias"] = mt in ("qwen2", "qwen2_moe") or bool(c.get("attention_bias"))
     s["o_bias"] = bool(c.get("attention_bias")) and not mt.startswith("qwen")
-    s["qk_norm"] = mt in ("qwen3", "qwen3_moe") or bool(c.get("qk_layernorm"))
+    s["qk_norm"] = mt in ("qwen3", "qwen3_moe", "gemma3_text") or bool(c.get("qk_layernorm"))
+    s["norms"] = 4 if mt == "gemma3_text" else 2  # Gemma 3: pre/post norms around both blocks
     s["mlp_bias"] = bool(c.get("mlp_bias")) or s["gpt_oss"]
     s["noaux_bias"] = c.get("topk_method") == "noaux_tc"  # e_score_correction_bias
     return s
@@ -150,7 +151,7 @@ def _breakdown(s: dict) -> dict[str, tuple[int, int]]:
     embed = s["vocab"] * d
     parts = {
         "embeddings": (embed, embed),
-        "attention+norms": (n_layers * (_attention(s) + 2 * d) + d,) * 2,  # + final norm
+        "attention+norms": (n_layers * (_attention(s) + s["norms"] * d) + d,) * 2,  # + final norm
         "lm_head": (0, 0) if s["tied"] else (embed, embed),
     }
     if s["ffn"] and s["dense_layers"]:
@@ -178,6 +179,73 @@ def count_params(config: dict, *, active_includes_embedding: bool = True) -> tup
     if not active_includes_embedding and not s["tied"]:
         active -= parts["embeddings"][1]
     return float(total), float(active)
+
+
+def _groups(s: dict, parts: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Parameters by tensor group; params_dense is n_params less these (a sheet formula)."""
+    shared = _mlp(s, s["shared_ffn"]) if s.get("shared_ffn") else 0
+    shared += s["d"] if s["model_type"] == "qwen2_moe" and shared else 0
+    return {"params_embedding": parts["embeddings"][0] + parts["lm_head"][0],
+            "params_shared_experts": s["moe_layers"] * shared,
+            "params_routed_experts": parts.get("routed experts", (0, 0))[0]}
+
+
+def _attention_kinds(c: dict, layers: int) -> dict[str, int]:
+    """Layer counts of each attention kind, from layer_types or the pattern fields."""
+    types = [str(t) for t in c.get("layer_types") or []]
+    window = c.get("sliding_window")
+    if types:
+        sliding = sum("sliding" in t for t in types)
+        linear = sum("linear" in t for t in types)
+    else:
+        linear = layers - layers // c["full_attention_interval"] \
+            if c.get("full_attention_interval") else 0
+        pattern = c.get("sliding_window_pattern")
+        sliding = layers - layers // pattern if pattern else \
+            (layers if window and c.get("use_sliding_window", True) else 0)
+    out = {"n_sliding_layers": sliding, "n_linear_layers": linear}
+    if sliding:
+        out["sliding_window"] = _int(c, "sliding_window")
+    if linear:
+        kd, vd = _int(c, "linear_key_head_dim"), _int(c, "linear_value_head_dim")
+        kh, vh = _int(c, "linear_num_key_heads"), _int(c, "linear_num_value_heads")
+        conv = (_int(c, "linear_conv_kernel_dim") - 1) * (2 * kh * kd + vh * vd)
+        out["linear_state_elements"] = vh * kd * vd + conv
+    return out
+
+
+def extra_values(config: dict) -> list[tuple[str, str, str]]:
+    """The tensor-group, MoE and attention-kind rows of a model's [values] (issue 11)."""
+    s = _shape(config)
+    c = _text_config(config)
+    rows = [(k, _num(v), doc) for (k, v), doc in zip(_groups(s, _breakdown(s)).items(), (
+        "vocab_size x hidden_size" + (" (tied)" if s["tied"] else " x 2 (embeddings + lm_head)"),
+        "shared experts of every MoE layer", "every routed expert of every MoE layer"), strict=True)
+        if v or k == "params_embedding"]
+    if s["experts"]:
+        rows += [("n_routed_experts", str(s["experts"]), "routed experts per MoE layer"),
+                 ("n_experts_per_tok", str(s["top_k"]), "top-k")]
+        if s["dense_layers"]:
+            rows.append(("n_moe_layers", str(s["moe_layers"]), "layers with routed experts"))
+    for k, v in _attention_kinds(c, s["layers"]).items():
+        if v:
+            rows.append((k, str(v), {"n_sliding_layers": "layers with a sliding window",
+                                     "n_linear_layers": "linear-attention (Gated DeltaNet) layers",
+                                     "sliding_window": "sliding_window (tokens)",
+                                     "linear_state_elements":
+                                         "value heads x key dim x value dim + conv cache"}[k]))
+    if s["mla"]:
+        rows += [(k, str(s[k]), k) for k in ("kv_lora_rank", "qk_rope_head_dim", "v_head_dim")]
+    return rows
+
+
+def weight_precision(config: dict) -> dict[str, str]:
+    """Group precisions a checkpoint ships: gpt-oss's MXFP4 experts beside BF16 (its
+    quantization_config leaves attention, router, embeddings and lm_head unconverted)."""
+    q = _text_config(config).get("quantization_config") or {}
+    if q.get("quant_method") == "mxfp4":
+        return {"dense": "bf16", "routed_experts": "mxfp4", "embedding": "bf16"}
+    return {}
 
 
 def _slug_name(slug: str) -> str:
@@ -225,21 +293,20 @@ def model_toml(config: dict, slug: str, source: str, *, name: str | None = None)
                      "(a speculative-decoding add-on) are not counted.")
     if s["mla"]:
         lines += ["# Attention is MLA: the KV cache holds one compressed latent plus the RoPE key",
-                  "# per layer, so kv_bytes_per_token is overridden below."]
+                  "# per layer (kv_lora_rank + qk_rope_head_dim, below)."]
     if c.get("sliding_window") and c.get("layer_types"):
         n_sw = sum(1 for t in c["layer_types"] if "sliding" in str(t))
         lines += [f"# {n_sw} of {L} layers attend over a {c['sliding_window']}-token sliding "
-                  "window (alternating with full",
-                  "# attention); the plain GQA KV formula, all layers full, is kept as an upper "
-                  "bound."]
+                  "window;",
+                  "# their KV stops growing at the window (n_sliding_layers, sliding_window)."]
     kind = "MoE" if s["experts"] else "dense"
     lines += [f'name = "{name}"']
     if hf_id:
         lines.append(f'hf_id = "{hf_id}"')
     gqa = " (GQA)" if s["kv_heads"] < s["heads"] else ""
-    kv_doc = ("num_key_value_heads (MLA: superseded by the kv_bytes_per_token override)"
+    kv_doc = ("num_key_value_heads (MLA: the cache holds the latent instead)"
               if s["mla"] else "num_key_value_heads" + gqa)
-    hd_doc = ("qk_nope_head_dim + qk_rope_head_dim (MLA: superseded by the override)" if s["mla"]
+    hd_doc = ("qk_nope_head_dim + qk_rope_head_dim (MLA, decompressed)" if s["mla"]
               else "head_dim" if c.get("head_dim") is not None else
               "hidden_size / num_attention_heads")
     head_dim = s["qk_nope_head_dim"] + s["qk_rope_head_dim"] if s["mla"] else s["head_dim"]
@@ -254,6 +321,7 @@ def model_toml(config: dict, slug: str, source: str, *, name: str | None = None)
         ("n_kv_heads", str(s["kv_heads"]), kv_doc),
         ("head_dim", str(head_dim), hd_doc),
         ("d_model", str(d), "hidden_size"),
+        *extra_values(config),
     ]
     width = max(len(k) + 3 + len(v) for k, v, _ in rows) + 2
     lines += ["", "[values]"] + [f"{f'{k} = {v}':<{width}}# {doc}" for k, v, doc in rows]
@@ -269,14 +337,8 @@ def model_toml(config: dict, slug: str, source: str, *, name: str | None = None)
     lines += ["", "[architecture]              # informational, from config.json, not cells"]
     lines += [f"{k} = " + (fmt[v] if isinstance(v, bool) else f'"{v}"' if isinstance(v, str)
                            else str(v)) for k, v in arch]
-    if s["mla"]:
-        lines += ["", "[cells.kv_lora_rank]", 'unit = ""', f"value = {s['kv_lora_rank']}",
-                  'doc = "MLA compressed KV latent width per layer (kv_lora_rank)"',
-                  'group = "model"', "", "[cells.qk_rope_head_dim]", 'unit = ""',
-                  f"value = {s['qk_rope_head_dim']}",
-                  'doc = "Decoupled RoPE key width cached per layer"', 'group = "model"', "",
-                  "[cells.kv_bytes_per_token]", 'unit = "B/token"',
-                  'formula = "n_layers * (kv_lora_rank + qk_rope_head_dim) * kv_bytes / token"',
-                  'doc = "MLA caches one compressed latent plus the RoPE key per layer, shared '
-                  'by all heads"', 'source = "DeepSeek-V3 technical report §2.1.1"']
+    shipped = weight_precision(config)
+    if shipped:
+        lines += ["", "[weight_precision]          # as the checkpoint ships (quantization_config)"]
+        lines += [f'{k} = "{v}"' for k, v in shipped.items()]
     return "\n".join(lines) + "\n"

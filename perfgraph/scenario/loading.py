@@ -139,6 +139,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
             raise exc.located(file=file_entry.path, line=file_entry.doc.line("precision")) \
                 from None
         raise
+    _apply_group_precisions(decls, entries["model"])
     engine = _engine_name(spec, file_entry)
     _apply(decls, engine_entry(engine, file_entry if spec.engine is None else None))
     calibration = _calibration(spec.calibration, entries["hardware"], engine)
@@ -149,6 +150,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
     for name, raw in spec.sets:
         _assign(decls, name, raw, Origin("--set"))
     _check_complete(decls, entries, file_entry)
+    _check_ep(decls)
     sheet = Sheet(decls.values())
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
@@ -307,3 +309,37 @@ def _apply_precision(decls: dict[str, Declaration], hardware: Entry, precision: 
             line=hardware.doc.line("peak_flops"), name="precision")
     _assign(decls, "peak_flops", peaks[row["peak"]],
             Origin(hardware.path, hardware.doc.line("peak_flops", row["peak"])))
+
+
+#: A model file's [weight_precision] keys → the cell each sets.
+WEIGHT_GROUPS = {"dense": "weight_bytes_dense", "shared_experts": "weight_bytes_shared_experts",
+                 "routed_experts": "weight_bytes_experts", "embedding": "weight_bytes_embedding"}
+
+
+def _apply_group_precisions(decls: dict[str, Declaration], model: Entry) -> None:
+    """A model's shipped group precisions (gpt-oss: routed experts in mxfp4) beat --precision."""
+    table, known = model.table("weight_precision"), precisions().data
+    for group, name in table.items():
+        where = {"file": model.path, "line": model.doc.line("weight_precision", group),
+                 "name": f"weight_precision.{group}"}
+        if group not in WEIGHT_GROUPS:
+            raise CatalogError(f"unknown tensor group {group!r}{_near(group, WEIGHT_GROUPS)}; "
+                               f"expected one of: {', '.join(WEIGHT_GROUPS)}", **where)
+        if not isinstance(name, str) or name.lower() not in known:
+            raise CatalogError(f"tensor group {group!r} has no precision ({name!r}); expected "
+                               f"one of: {', '.join(known)}", **where)
+        _assign(decls, WEIGHT_GROUPS[group], known[name.lower()]["weight_bytes"],
+                Origin(model.path, where["line"]))
+
+
+def _check_ep(decls: dict[str, Declaration]) -> None:
+    """EP shards whole experts: ep must divide the routed expert count."""
+    ep, experts = decls["ep"], decls["n_routed_experts"]
+    if ep.value is None or experts.value is None or experts.value == 0:
+        return
+    if experts.value % ep.value:
+        where = ep.origin
+        raise InputError(f"ep = {ep.value:g} does not divide the {experts.value:g} routed "
+                         f"experts (set in {experts.origin.file}); expected a divisor of "
+                         f"{experts.value:g}", file=where.file if where else None,
+                         line=where.line if where else None, name="ep")
