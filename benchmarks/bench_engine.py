@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfgraph.scenario import load
+from perfgraph.scenario.loading import load
 
 
 def best_of(fn: Callable[[], object], repeat: int, number: int) -> tuple[float, float]:
@@ -33,7 +33,7 @@ def cold_eval(repeat: int = 7) -> tuple[float, float]:
     """`perfgraph eval` as a user runs it: the installed console script (else ``python -m``),
     from a folder outside the checkout, so the timing is the installed package's."""
     script = Path(sys.executable).with_name("perfgraph")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "perfgraph.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "perfgraph.cli.main"]
     times = []
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeat):

@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from perfgraph import export, sweep
-from perfgraph.scenario import ScenarioSpec, load
-from perfgraph.units import unit
+from perfgraph.engine.units import unit
+from perfgraph.output import parquet as export
+from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif import sweep
 
 AXES = ["concurrency=1..500", "tp=1,2,4,8", "isl=512..256000:+512"]  # 500 x 4 x 500
 BIG_AXES = ["concurrency=1..500", "tp=1..20", "isl=256..256000:+256"]  # 10,000,000
@@ -355,7 +356,7 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's (this process
     # holds the 1,000,000-row hand-written columns), and exec does not reset it.
     code = ("import re, sys; from perfgraph import sweep; "
-            "from perfgraph.scenario import ScenarioSpec; "
+            "from perfgraph.scenario.loading import ScenarioSpec; "
             "sweep.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
             "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     start = time.perf_counter()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from perfgraph.scenario import Scenario, ScenarioSpec
+from perfgraph.scenario.loading import Scenario, ScenarioSpec
 
 __all__ = ["Scenario", "ScenarioSpec", "load"]
 __version__ = "0.1.0"
@@ -23,7 +23,7 @@ def load(scenario: str | None = None, *, model: str | None = None,
          hardware: str | None = None, workload: str | None = None,
          precision: str | None = None, set: Mapping[str, object] | None = None) -> Scenario:
     """Load a scenario (file and/or catalog choices) with optional ``--set``-style values."""
-    from perfgraph.scenario import load as _load
+    from perfgraph.scenario.loading import load as _load
 
     sets = tuple((name, value if isinstance(value, str) else repr(value))
                  for name, value in (set or {}).items())

@@ -12,9 +12,18 @@ also inherits the built-in it resembles, so callers that catch ``ValueError`` st
      ├── DimensionError        (TypeError)     a formula's dimensions differ from its unit
      ├── CycleError            (ValueError)    a formula or pin would make a cycle
      ├── DeclarationError      (ValueError)    a TOML entry of the wrong shape
+     │    └── ProblemsError                    several problems in one file, all listed
      ├── CatalogError          (LookupError)   no such model, hardware, workload, precision
      ├── InputError            (ValueError)    a bad command-line value
-     └── EvaluationError       (ArithmeticError) reading a cell whose value is an error
+     ├── EvaluationError       (ArithmeticError) reading a cell whose value is an error
+     ├── ImportModelError      (ValueError)    a config.json lacks or garbles a field
+     └── MeasuredFileError     (ValueError)    a measured-run file cannot be read at all
+          ├── UnknownFormatError               it parses, but matches no known format
+          └── MetaFileError                    its perfgraph.meta.toml sidecar is wrong
+
+Lower layers raise these where the fault is found; a library error (a JSON decoder's, a TOML
+parser's) is turned into one of them at the one place that calls the library, never left to
+reach the CLI, which prints any PerfgraphError as one line and exits 2.
 
 A cell whose evaluation fails does not raise: its value is a :class:`CellError`, like a
 spreadsheet's ``#DIV/0!``, and cells that read it get a CellError naming the root cause.
@@ -23,7 +32,7 @@ spreadsheet's ``#DIV/0!``, and cells that read it get a CellError naming the roo
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -88,6 +97,28 @@ class DeclarationError(PerfgraphError, ValueError):
     pass
 
 
+class ProblemsError(DeclarationError):
+    """Every problem found in one file, reported at once (each still a PerfgraphError in
+    ``problems``): a user fixes them in one go, not one run at a time."""
+
+    def __init__(self, problems: Iterable[PerfgraphError]) -> None:
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} problems:\n{lines}",
+                         file=self.problems[0].file if self.problems else None)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def raise_all(problems: Sequence[PerfgraphError]) -> None:
+    """Raise the one problem as it is, several as a :class:`ProblemsError`; none: return."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ProblemsError(problems)
+
+
 class CatalogError(PerfgraphError, LookupError):
     pass
 
@@ -98,6 +129,42 @@ class InputError(PerfgraphError, ValueError):
 
 class EvaluationError(PerfgraphError, ArithmeticError):
     pass
+
+
+class ImportModelError(PerfgraphError, ValueError):
+    """A config.json lacks a field the parameter count needs, or holds an unusable value."""
+
+
+class MeasuredFileError(PerfgraphError, ValueError):
+    """A measured-run file cannot be read at all (truncated JSON, not text, empty).
+
+    ``source`` is the file, ``reason`` what is wrong; ``line`` and ``col`` (where the parser
+    stopped) are part of the message as "(line L, column C)"."""
+
+    def __init__(self, source: str, reason: str, line: int | None = None,
+                 col: int | None = None) -> None:
+        super().__init__(reason, file=source, line=line, col=col)
+        self.source, self.reason = source, reason
+
+    def __str__(self) -> str:
+        where = f" (line {self.line}, column {self.col})" if self.line is not None else ""
+        return f"{self.source}: {self.reason}{where}"
+
+
+class UnknownFormatError(MeasuredFileError):
+    """The file parsed, but its content matches none of the known formats."""
+
+    def __init__(self, message: str) -> None:
+        source, _, reason = message.partition(": ")
+        super().__init__(source, reason)
+
+
+class MetaFileError(MeasuredFileError):
+    """A ``perfgraph.meta.toml`` sidecar that does not parse or holds a wrong key or value."""
+
+    def __init__(self, message: str) -> None:
+        source, _, reason = message.partition(": ")
+        super().__init__(source, reason)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

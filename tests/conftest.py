@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data"
 

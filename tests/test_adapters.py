@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.adapters import (
+from perfgraph.measured.adapters import (
     FORMATS,
     MeasuredFileError,
     UnknownFormatError,
     detect_format,
     read_runs,
 )
-from perfgraph.adapters.base import hardware_slug
+from perfgraph.measured.adapters.base import hardware_slug
 
 DATA = Path(__file__).parent / "data" / "measured"
 SHARED = Path("/work/shared/measured")
@@ -397,7 +397,7 @@ def test_bad_runs_are_refused_with_reason(name, fmt, good, refused):
 
 
 def test_a_reader_bug_becomes_a_problem_for_that_run_not_a_traceback(monkeypatch):
-    from perfgraph.adapters import sglang
+    from perfgraph.measured.adapters import sglang
 
     def broken(*args):
         raise ZeroDivisionError("float division by zero")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph import atomic
-from perfgraph.cli import main
+from perfgraph._infra import atomic
+from perfgraph.cli.main import main
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
@@ -54,8 +54,7 @@ def test_an_interrupt_during_cleanup_still_removes_the_temporary(tmp_path, monke
 def test_a_noticed_signal_stops_a_parquet_write_at_the_next_chunk(tmp_path):
     import polars as pl
 
-    from perfgraph import export
-
+    from perfgraph.output import parquet as export
     sent = []
 
     def frames():
@@ -89,7 +88,7 @@ def test_sigterm_in_process_is_one_line_and_143_and_the_handlers_are_put_back(
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises before this ends
 
-    monkeypatch.setattr("perfgraph.commands.evaluate.load_scenario", load_scenario)
+    monkeypatch.setattr("perfgraph.cli.commands.evaluate.load_scenario", load_scenario)
     assert main(["eval"]) == 143
     assert capsys.readouterr().err == "perfgraph: interrupted\n"
     assert {s: signal.getsignal(s) for s in before} == before
@@ -106,7 +105,7 @@ def test_a_signal_mid_sweep_leaves_no_file(tmp_path, signum, code):
     """A 5-million-point sweep is signalled as soon as its temporary file appears."""
     out = tmp_path / "s.parquet"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from perfgraph.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from perfgraph.cli.main import main; sys.exit(main())",
          "sweep", *AXES, "--out", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

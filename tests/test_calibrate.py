@@ -14,13 +14,19 @@ import numpy as np
 import pytest
 import tomlkit
 
-from perfgraph.adapters import Metric, read_runs
-from perfgraph.calibrate import FIT_METRICS, TARGETS, calibrate, overlay_text
-from perfgraph.cli import main
-from perfgraph.compare import config_columns, like_for_like
+from perfgraph.cli.main import main
 from perfgraph.errors import InputError
-from perfgraph.run_setup import Baseline, setup_run
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.measured.adapters import Metric, read_runs
+from perfgraph.measured.calibrate import (
+    FIT_METRICS,
+    STRUCTURE,
+    TARGETS,
+    calibrate,
+    overlay_text,
+)
+from perfgraph.measured.compare import config_columns, like_for_like
+from perfgraph.measured.setup import Baseline, setup_run
+from perfgraph.scenario.loading import ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data" / "measured"
 IMAX = DATA / "inferencemax_llama70b_fp8"
@@ -34,28 +40,37 @@ def fit():
 
 
 def test_the_targets_are_inputs_of_the_sheets():
+    """Inputs, or defaults that follow an input until fitted (prefill_compute_efficiency is
+    compute_efficiency, tp_comm_exposed follows comm_overlap)."""
     sheet = load().sheet
     for t in TARGETS:
-        assert sheet.declaration(t.cell).is_input
+        decl = sheet.declaration(t.cell)
+        assert decl.is_input or all(sheet.declaration(p).is_input
+                                    for p in sheet.precedents(t.cell)), t.cell
         assert t.low <= sheet.magnitude(t.cell) <= t.high  # the roofline defaults lie inside
 
 
 def test_fit_on_1k1k_beats_the_roofline_and_reports_the_held_out_8k1k_error(fit):
     assert len(fit.fitted_runs) == 15 and len(fit.held_out_runs) == 15
     for t in TARGETS:
-        assert t.low <= fit.values[t.cell] <= t.high
-    assert fit.values["bandwidth_efficiency"] == pytest.approx(0.856, abs=0.03)
-    assert fit.values["compute_efficiency"] == pytest.approx(0.259, abs=0.03)
-    assert fit.values["step_overhead"] == pytest.approx(8.1, abs=0.8)
+        if t.cell in fit.values:
+            assert t.low <= fit.values[t.cell] <= t.high
+    # every run is TP >= 2, but 1k prompts cannot tell the link's efficiency from exposure
+    assert "link_efficiency" not in fit.values
+    assert any(n.startswith("link_efficiency: these runs do not determine it")
+               for n in fit.notes)
+    assert fit.workloads == ("1024/1024",)
     assert [e.metric for e in fit.fitted] == list(FIT_METRICS)
     for e in fit.fitted:
         assert e.runs == 15 and e.calibrated < e.roofline
+        assert e.calibrated <= e.calibrated_p90
     fitted = {e.metric: e.calibrated for e in fit.fitted}
-    assert fitted["tpot"] < 0.25 and fitted["throughput"] < 0.2 and fitted["ttft"] < 0.3
+    assert fitted["tpot"] < 0.05 and fitted["throughput"] < 0.05 and fitted["ttft"] < 0.1
     held = {e.metric: e for e in fit.held_out}
     assert set(held) == set(FIT_METRICS) and all(e.runs == 15 for e in held.values())
     assert all(e.calibrated < e.roofline for e in held.values())
-    assert held["tpot"].calibrated == pytest.approx(0.237, abs=0.03)
+    # the old model (one efficiency pair and a step overhead) held out at 23.7% TPOT
+    assert held["tpot"].calibrated < 0.15 and held["throughput"].calibrated < 0.25
 
 
 def _synthetic_runs(truth: dict[str, float]):
@@ -81,11 +96,14 @@ def _synthetic_runs(truth: dict[str, float]):
 
 
 def test_the_fit_recovers_efficiencies_the_model_generated():
-    truth = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.45, "step_overhead": 3.0}
-    base, runs = _synthetic_runs(truth)
+    truth = {"bandwidth_efficiency": 0.8, "attention_bandwidth_efficiency": 0.65,
+             "compute_efficiency": 0.5, "prefill_compute_efficiency": 0.6,
+             "step_overhead": 3.0, "seq_step_overhead": 50.0, "ttft_overhead": 40.0,
+             "tp_comm_exposed": 0.5, "link_efficiency": 0.7}
+    base, runs = _synthetic_runs({**{k: float(v) for k, v in STRUCTURE.items()}, **truth})
     fit = calibrate(runs, base)
-    for cell, value in truth.items():
-        assert fit.values[cell] == pytest.approx(value, rel=0.02), cell
+    for cell in ("bandwidth_efficiency", "step_overhead", "ttft_overhead"):
+        assert fit.values[cell] == pytest.approx(truth[cell], rel=0.05), cell
     assert all(e.calibrated < 0.01 for e in fit.fitted)
     assert fit.residual < 0.01
 
@@ -107,7 +125,8 @@ def test_the_overlay_reads_back_through_calibration(fit, tmp_path):
     assert "1k1k/H100.json" in text and "8k1k/H100.json" in text
     assert "held-out runs: ttft" in text
     values = tomlkit.parse(text)["values"]
-    assert set(values) == {t.cell for t in TARGETS}
+    assert set(values) == set(fit.values) | set(STRUCTURE)
+    assert all(values[cell] is True for cell in STRUCTURE)
     path = tmp_path / "h100-sxm.vllm.toml"
     path.write_text(text, encoding="utf-8")
     sheet = load(ScenarioSpec(hardware="h100-sxm", calibration=str(path))).sheet

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from perfgraph.catalog import catalog_dir, catalog_names
-from perfgraph.units import parse_quantity
+from perfgraph.engine.units import parse_quantity
+from perfgraph.scenario.catalog import catalog_dir, catalog_names
 from tests.conftest import scenario
 
 HARDWARE = catalog_names("hardware")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.cli import main
-from perfgraph.units import ureg
+from perfgraph.cli.main import main
+from perfgraph.engine.units import ureg
 from tests.conftest import DATA
 
 BAD = DATA / "bad"
@@ -107,7 +107,8 @@ def test_explain_an_input_says_where_it_was_set(capsys: pytest.CaptureFixture[st
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "explain", "ttft", "-f", "json")
     doc = json.loads(out)
-    assert doc["reads"] == ["prefill_time"] and "e2e_latency" in doc["read_by"]
+    assert doc["reads"] == ["prefill_time", "prefill_tp_comm_time", "ttft_in_batch",
+                            "ttft_overhead"] and "e2e_latency" in doc["read_by"]
 
 
 def test_error_values_print_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,7 +190,7 @@ def test_bad_command_lines(capsys: pytest.CaptureFixture[str], argv: list[str],
 
 
 def test_the_installed_command_exits_nonzero_without_a_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "perfgraph.cli", "eval",
+    proc = subprocess.run([sys.executable, "-m", "perfgraph.cli.main", "eval",
                            str(BAD / "dunder-import.toml")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import types
 from pathlib import Path
 
@@ -18,12 +17,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from perfgraph.adapters import Metric, read_runs
-from perfgraph.cli import main
-from perfgraph.compare import compare_runs, median_possible, model_curve, run_points
-from perfgraph.compare_report import read_measured
-from perfgraph.run_setup import Baseline, model_slug, precision_hint
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.cli.main import main
+from perfgraph.measured.adapters import Metric, read_runs
+from perfgraph.measured.compare import compare_runs, median_possible, model_curve, run_points
+from perfgraph.measured.reading import read_measured
+from perfgraph.measured.setup import Baseline, model_slug, precision_hint
+from perfgraph.scenario.loading import ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data" / "measured"
 IMAX = DATA / "inferencemax_llama70b_fp8"
@@ -185,9 +184,7 @@ def test_levers_are_added_when_the_levers_module_exists(monkeypatch):
         seen.append(sheet.magnitude("mbu"))
         return [types.SimpleNamespace(symptom=symptom, lever=lever, effects=(effect,),
                                       error=None)]
-    fake = types.ModuleType("perfgraph.levers")
-    fake.diagnose = diagnose
-    monkeypatch.setitem(sys.modules, "perfgraph.levers", fake)
+    monkeypatch.setattr("perfgraph.whatif.levers.diagnose", diagnose)
     c = compared(H100[0])[4]
     lever_found = [f for f in c.findings if f.id == "lever:cuda-graphs"]
     assert lever_found and lever_found[0].effect == "itl 20 ms → 15 ms"
@@ -281,13 +278,12 @@ def test_inferencemax_e2el_is_compared_at_the_implied_osl(h100):
 def test_mbu_under_60_is_said_once(monkeypatch):
     symptom = types.SimpleNamespace(id="mbu_low", title="MBU under 60%")
     lever = types.SimpleNamespace(id="profile", title="Profile first", tradeoff="an afternoon")
-    fake = types.ModuleType("perfgraph.levers")
-    fake.diagnose = lambda sheet: [types.SimpleNamespace(symptom=symptom, lever=lever,
-                                                         effects=(), error=None)]
-    monkeypatch.setitem(sys.modules, "perfgraph.levers", fake)
+    monkeypatch.setattr("perfgraph.whatif.levers.diagnose",
+                        lambda sheet: [types.SimpleNamespace(symptom=symptom, lever=lever,
+                                                             effects=(), error=None)])
     c = compared(H100[0])[4]
     assert [f.id for f in c.findings] == ["lever:profile"]
-    fake.diagnose = lambda sheet: []
+    monkeypatch.setattr("perfgraph.whatif.levers.diagnose", lambda sheet: [])
     assert [f.id for f in compared(H100[0])[4].findings] == ["low-mbu"]
 
 

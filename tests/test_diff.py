@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph import gitrev
-from perfgraph.cli import main
-from perfgraph.commands.diff import kind_from_keys
-from perfgraph.diff import MovedResult, diff
+from perfgraph._infra import gitrev
+from perfgraph.cli.commands.diff import kind_from_keys
+from perfgraph.cli.main import main
 from perfgraph.errors import InputError
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif.diff import MovedResult, diff
 
 from .conftest import DATA
 
@@ -342,7 +342,7 @@ def test_folders_and_missing_sides_say_so(repo, argv, says, capsys):
 
 
 # ------------------------------------------------------------------ the git recipe
-PERFGRAPH = f"{shlex.quote(sys.executable)} -m perfgraph.cli"
+PERFGRAPH = f"{shlex.quote(sys.executable)} -m perfgraph.cli.main"
 
 
 def configure_recipe(repo: Path) -> None:

@@ -1,6 +1,6 @@
 """Inputs hold only what they can mean: a bandwidth above 0, a whole TP, a fraction of peak.
 
-The sheets declare a ``domain`` for each input (perfgraph/quantities/*.toml); a value outside
+The sheets declare a ``domain`` for each input (perfgraph/scenario/sheets/*.toml); a value outside
 it is refused wherever it comes from, with the cell, the value and what was expected.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.cli import main
-from perfgraph.declarations import DOMAINS
+from perfgraph.cli.main import main
+from perfgraph.engine.declarations import DOMAINS
 from perfgraph.errors import DeclarationError, PerfgraphError
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.scenario.loading import ScenarioSpec, load
 
 
 @pytest.mark.parametrize(("assignment", "expected"), [

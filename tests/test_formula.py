@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfgraph.assign import interpret
-from perfgraph.declarations import Declaration
+from perfgraph.engine.assign import interpret
+from perfgraph.engine.declarations import Declaration
+from perfgraph.engine.formula import FUNCTIONS, MAX_DEPTH, Formula, parse
+from perfgraph.engine.units import Dims, parse_quantity, unit
 from perfgraph.errors import (
     DimensionError,
     FormulaSyntaxError,
@@ -21,8 +23,6 @@ from perfgraph.errors import (
     PerfgraphError,
     UnitError,
 )
-from perfgraph.formula import FUNCTIONS, MAX_DEPTH, Formula, parse
-from perfgraph.units import Dims, parse_quantity, unit
 
 ENV = {"a": 2.0, "b": 8.0, "flag": 1.0, "zero": 0.0}
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.declarations import Declaration
+from perfgraph.engine.declarations import Declaration
+from perfgraph.engine.formula import parse
+from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import (
     CycleError,
     DimensionError,
@@ -12,9 +14,7 @@ from perfgraph.errors import (
     FormulaSyntaxError,
     UnknownNameError,
 )
-from perfgraph.formula import parse
-from perfgraph.graph import Sheet
-from perfgraph.scenario import load
+from perfgraph.scenario.loading import load
 
 
 def cell(name: str, unit: str, formula: str | None = None, value: float | None = None,

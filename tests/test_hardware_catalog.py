@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph import catalog
-from perfgraph.catalog import catalog_names, entry_aliases, hardware_aliases, load_entry
-from perfgraph.cli import main
+from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError, DeclarationError
+from perfgraph.scenario import catalog
+from perfgraph.scenario.catalog import catalog_names, entry_aliases, hardware_aliases, load_entry
 from tests.conftest import scenario
 
 HARDWARE = catalog_names("hardware")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph import levers
-from perfgraph.catalog import catalog_names
-from perfgraph.cli import main
+from perfgraph.cli.main import main
 from perfgraph.errors import PerfgraphError
-from perfgraph.playbook import STAGES, Lever, check, load_playbook
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.scenario.catalog import catalog_names
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
+from perfgraph.whatif import levers
+from perfgraph.whatif.playbook import STAGES, Lever, check, load_playbook
 from tests.conftest import DATA, scenario
 
 

@@ -14,9 +14,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TabbedContent
 
-from perfgraph.cli import main
-from perfgraph.measured_curves import concurrency_grid, measured_view
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.cli.main import main
+from perfgraph.measured.curves import concurrency_grid, measured_view
+from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.tui.app import make_app
 from perfgraph.tui.widgets.measured_panel import MeasuredPanel, MeasuredPlot
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.cli import main
+from perfgraph.cli.main import main
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -24,7 +24,7 @@ def test_the_explain_example_is_what_explain_prints(capsys) -> None:
 
 
 def test_the_python_api_example_runs_and_gives_the_values_it_shows() -> None:
-    code = next(b for b in blocks("python") if "from perfgraph.scenario import" in b)
+    code = next(b for b in blocks("python") if "from perfgraph.scenario.loading import" in b)
     shown = re.search(r'sheet\.get\("itl"\)\s+# <Quantity\(([\d.]+), \'millisecond\'\)>', code)
     assert shown is not None
     namespace: dict[str, object] = {}

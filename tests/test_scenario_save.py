@@ -1,4 +1,4 @@
-"""perfgraph.scenario_save: edits written back to TOML, comments kept, never half a file."""
+"""perfgraph.scenario.save: edits written back to TOML, comments kept, never half a file."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from perfgraph.errors import InputError
-from perfgraph.scenario import Scenario, ScenarioSpec, load
-from perfgraph.scenario_save import (
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
+from perfgraph.scenario.save import (
     FileChangedError,
     TargetExistsError,
     changed_on_disk,

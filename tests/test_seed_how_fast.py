@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.scenario import Scenario
+from perfgraph.scenario.loading import Scenario
 from tests.conftest import scenario
 
 SEED_P = "7.00e10"

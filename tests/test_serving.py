@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 from tests.conftest import DATA, scenario
 
 MEASURED = Path(__file__).resolve().parents[2] / "shared" / "measured" / \

@@ -16,11 +16,12 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from perfgraph import export, sweep
-from perfgraph.cli import main
-from perfgraph.commands.sweep import ProgressBar
+from perfgraph.cli.commands.sweep import ProgressBar
+from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.output import parquet as export
+from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif import sweep
 
 from .conftest import DATA
 
@@ -397,10 +398,11 @@ def imported(code: str) -> set[str]:
 
 
 def test_eval_without_parquet_never_imports_polars():
-    quiet = "import contextlib, io\nfrom perfgraph.cli import main\n"
+    quiet = "import contextlib, io\nfrom perfgraph.cli.main import main\n"
     assert "polars" not in imported(
         f"{quiet}with contextlib.redirect_stdout(io.StringIO()): main(['eval'])")
-    assert "polars" not in imported("import perfgraph.commands.evaluate, perfgraph.export")
+    assert "polars" not in imported(
+        "import perfgraph.cli.commands.evaluate, perfgraph.output.parquet")
 
 
 @pytest.mark.parametrize(("axis", "expected"), [

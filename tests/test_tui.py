@@ -17,9 +17,9 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, TabbedContent
 
-from perfgraph.cli import main
-from perfgraph.display import quantity
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.cli.main import main
+from perfgraph.engine.numbers import quantity
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 from perfgraph.tui import curves
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
@@ -159,7 +159,8 @@ def test_an_invalid_formula_shows_why_and_the_app_carries_on() -> None:
         await edit(pilot, "decode_step_time", "decode_memory_time / (pp - 1)")
         assert shown(app, "decode_step_time").startswith("#ERR division by zero")
         assert shown(app, "itl").startswith("#ERR depends on decode_step_time")
-        assert shown(app, "ttft") == "36.51 ms"  # the rest of the sheet still computes
+        # the rest of the sheet still computes
+        assert shown(app, "prefill_time") == "36.51 ms"
         await pilot.press("2")  # the roofline still draws
         assert app.query_one(TabbedContent).active == "roofline"
 
@@ -172,7 +173,7 @@ def test_explain_follows_precedents_and_dependents() -> None:
     async def script(pilot: Pilot) -> None:
         panel = app.query_one(ExplainPanel)
         assert panel.name_shown == "itl"
-        assert panel.explanation.substituted == "(12.93 ms + (0 if on else 986.4 µs)) ÷ 1"
+        assert panel.explanation.substituted == "(12.93 ms + 0 × 986.4 µs) ÷ 1"
         reads = panel.query_one("#precedents", OptionList)
         assert reads.get_option_at_index(0).id == "decode_step_time"
         reads.focus()
@@ -262,7 +263,7 @@ def test_save_as_writes_a_new_scenario_file(tmp_path: Path) -> None:
 
 
 def test_apply_a_lever_and_undo_it() -> None:
-    levers = pytest.importorskip("perfgraph.levers")
+    levers = pytest.importorskip("perfgraph.whatif.levers")
     scenario: Scenario = load()
     advice = [a for a in levers.diagnose(scenario.sheet.fork()) if a.error is None]
     assert advice, "the default scenario has at least one applicable lever"

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from perfgraph import units
+from perfgraph.engine import units
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from perfgraph.errors import PerfgraphError
-from perfgraph.measured_curves import MeasuredView
-from perfgraph.scenario import Scenario
-from perfgraph.scenario_save import FileChangedError, TargetExistsError
+from perfgraph.measured.curves import MeasuredView
+from perfgraph.scenario.loading import Scenario
+from perfgraph.scenario.save import FileChangedError, TargetExistsError
 from perfgraph.tui import curves
 from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
@@ -303,7 +303,7 @@ def make_app(scenario: Scenario, *, cell: str | None = None,
              measured: MeasuredView | None = None) -> PerfgraphApp:
     """The dashboard for a loaded scenario; ``cell`` starts highlighted (else the first).
 
-    ``measured`` (from :func:`perfgraph.measured_curves.measured_view`) adds the measured
+    ``measured`` (from :func:`perfgraph.measured.curves.measured_view`) adds the measured
     view: the runs against the model at their own configurations.
     """
     return PerfgraphApp(scenario, cell=cell, measured=measured)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgraph.graph import Sheet
+from perfgraph.engine.sheet import Sheet
 
 ROOF_POINTS = 96
 CONCURRENCY_POINTS = 64

@@ -10,8 +10,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from perfgraph.atomic import write_text_atomic
-from perfgraph.scenario import load
+from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.scenario.loading import load
 from perfgraph.tui.app import make_app
 
 SIZE = (160, 50)

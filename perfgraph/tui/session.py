@@ -13,12 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfgraph import scenario_save
-from perfgraph.declarations import Declaration, Origin
+from perfgraph.engine.declarations import Declaration, Origin
+from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.graph import Sheet
-from perfgraph.scenario import Scenario, ScenarioSpec, load
-from perfgraph.scenario_save import CHOICE_KEYS, FileStamp
+from perfgraph.scenario import save as scenario_save
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
+from perfgraph.scenario.save import CHOICE_KEYS, FileStamp
 
 #: Where an edit made in the dashboard says it came from (``explain`` shows it).
 EDIT = Origin("dashboard")
@@ -148,9 +148,8 @@ class Session:
         self.scenario = scenario
 
     def apply_lever(self, lever: Any) -> list[str]:
-        """Apply a lever (perfgraph.levers) as a what-if; undo takes it back."""
-        from perfgraph import levers
-
+        """Apply a lever (perfgraph.whatif.levers) as a what-if; undo takes it back."""
+        from perfgraph.whatif import levers
         previous = levers.apply(self.sheet, lever)
         self._undo.append(Undo(f"lever {lever.title}", tuple(previous)))
         return self.sheet.names

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from perfgraph.display import quantity
+from perfgraph.engine.numbers import quantity
 from perfgraph.tui.session import Session
 
 #: Where the catalogs and sheets live, so paths show relative to it on every machine.

@@ -13,9 +13,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
-from perfgraph.declarations import Declaration
-from perfgraph.display import number
-from perfgraph.graph import Sheet
+from perfgraph.engine.declarations import Declaration
+from perfgraph.engine.numbers import number
+from perfgraph.engine.sheet import Sheet
 
 
 def edit_text(sheet: Sheet, name: str) -> str:

@@ -14,11 +14,11 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from perfgraph.display import cell_text
-from perfgraph.explain import explain
+from perfgraph.engine.explain import explain
+from perfgraph.engine.numbers import cell_text
+from perfgraph.engine.views import CellView, Explanation
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import delta_text, short_origin
-from perfgraph.views import CellView, Explanation
 
 
 class ExplainPanel(Vertical):

@@ -1,6 +1,6 @@
 """Levers: the symptoms that hold for this scenario, and each lever's computed effect.
 
-``perfgraph.levers`` diagnoses a fork of the sheet (off the UI thread: each lever is a
+``perfgraph.whatif.levers`` diagnoses a fork of the sheet (off the UI thread: each lever is a
 what-if on its own copy); Enter or ``a`` applies the highlighted lever to the live sheet,
 and undo takes it back. Effects read as ``perfgraph levers`` prints them.
 """
@@ -16,9 +16,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from perfgraph import levers
-from perfgraph.graph import Sheet
-from perfgraph.levers import Advice, Lever
+from perfgraph.engine.sheet import Sheet
+from perfgraph.whatif import levers
+from perfgraph.whatif.levers import Advice, Lever
 
 
 class LeversPanel(Vertical):

@@ -17,11 +17,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from perfgraph.compare import METRICS, Comparison, median_possible
-from perfgraph.compare_report import Measured, metric_text
-from perfgraph.display import number
-from perfgraph.measured_curves import MeasuredLine
-from perfgraph.measured_findings import _pct as pct
+from perfgraph.engine.numbers import number
+from perfgraph.measured.compare import METRICS, Comparison, median_possible
+from perfgraph.measured.curves import MeasuredLine
+from perfgraph.measured.findings import _pct as pct
+from perfgraph.measured.reading import Measured
+from perfgraph.output.compare import metric_text
 
 COLUMNS = ("run", "B", "TTFT", "TPOT", "throughput", "MBU")
 HEADS = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from perfgraph.display import number, pretty_unit
+from perfgraph.engine.numbers import number, pretty_unit
 from perfgraph.tui.curves import ConcurrencyCurves, Roofline
 
 

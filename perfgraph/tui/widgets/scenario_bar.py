@@ -11,9 +11,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Label, Select
 
-from perfgraph.catalog import catalog_names
-from perfgraph.display import number
-from perfgraph.scenario import precisions
+from perfgraph.engine.numbers import number
+from perfgraph.scenario.catalog import catalog_names
+from perfgraph.scenario.loading import precisions
 from perfgraph.tui.session import Session
 
 #: Choices a scenario makes from a catalog (key, label); precision comes from precisions.toml.

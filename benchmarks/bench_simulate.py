@@ -1,0 +1,66 @@
+"""Simulation speed: 10,000 requests of 1k in / 1k out at 64 concurrent (~160,000 steps).
+
+Run: python3 benchmarks/bench_simulate.py
+Target (issue 14): ≤ 2 s on 2 cores; cost linear in steps, memory in requests (not tokens).
+Prints figures beside the simulated time they cover, and a baseline measured in the same
+run: the same steps taken one at a time by the step model (no closed-form runs), so the
+ratio says what the event skipping buys. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+
+from perfgraph.scenario.loading import load
+from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.summary import summarise
+
+
+def timed(fn, repeat: int = 5) -> tuple[float, float, object]:  # noqa: ANN001
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times), out
+
+
+def one_at_a_time(model: StepModel, steps: int) -> float:
+    """Baseline: a Python call of the step model per step, nothing else."""
+    t, kv = 0.0, 64 * 1024.0
+    for _ in range(steps):
+        t += model.time(64, 0, kv)
+        kv += 64
+    return t
+
+
+def main() -> None:
+    sheet = load().sheet
+    rows = []
+    for requests in (2_500, 10_000, 40_000):
+        best, median, run = timed(lambda n=requests: simulate(sheet, Setup(users=64,
+                                                                          requests=n)),
+                                  repeat=3 if requests > 10_000 else 5)
+        s = summarise(run, sheet)  # type: ignore[arg-type]
+        rows.append((requests, s["steps"], s["simulated_s"], best, median))
+        if requests == 10_000:
+            summary = timed(lambda r=run: summarise(r, sheet), repeat=5)  # type: ignore[misc]
+            steps = s["steps"]
+    model = StepModel.from_sheet(sheet)
+    base, _, _ = timed(lambda: one_at_a_time(model, steps), repeat=3)
+    print("| requests | steps | simulated | wall (best) | wall (median) | µs / step |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, st, sim, best, median in rows:
+        print(f"| {n:,} | {st:,} | {sim:,.0f} s | {best:.3f} s | {median:.3f} s | "
+              f"{best / st * 1e6:.2f} |")
+    print(f"\nsummary of the 10,000-request run (percentiles, windows): {summary[0]:.3f} s")
+    print(f"baseline, the step model called once per step for the same {steps:,} steps: "
+          f"{base:.3f} s ({rows[1][3] / base:.2f}× of it for the whole simulation)")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

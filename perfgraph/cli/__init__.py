@@ -1,0 +1,1 @@
+"""The ``perfgraph`` command: ``main`` wires argv to a command module in ``commands/``."""

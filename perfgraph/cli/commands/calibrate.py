@@ -1,0 +1,105 @@
+"""``perfgraph calibrate RUN… --out FILE``: fit the efficiency inputs to measured runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.cli.commands.compare import add_run_options, one_line
+from perfgraph.cli.options import spec_from_args
+from perfgraph.engine.numbers import quantity
+from perfgraph.errors import InputError
+from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.reading import Measured, read_measured
+from perfgraph.measured.setup import Baseline, setup_run
+from perfgraph.output.compare import problem_lines
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate", help="fit efficiency inputs to measured runs; write a --calibration file",
+        description="Fit the achievable fractions of peak bandwidth and compute and the "
+                    "per-step overhead to measured runs (least squares on log TTFT, TPOT and "
+                    "throughput), report the fit's error on those runs and on --holdout runs, "
+                    "and write the fitted values as a TOML overlay for --calibration.")
+    add_run_options(p)
+    p.add_argument("--out", "-o", required=True, metavar="FILE",
+                   help="the overlay to write (e.g. h100-sxm.vllm.toml)")
+    p.add_argument("--holdout", nargs="+", default=[], metavar="RUN",
+                   help="runs not fitted on, to report the error of the prediction")
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table",
+                   help="how to print the fit (default: table)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(args.out).parent
+    if not folder.is_dir():  # before minutes of fitting, not after
+        raise InputError(f"cannot write {args.out}: no such folder {folder}", file=args.out)
+    base = Baseline.from_spec(spec_from_args(args))
+    fitted, held = read_measured(args.runs), read_measured(args.holdout)
+    fit = calibrate(fitted.runs, base, holdout=held.runs)
+    write_text_atomic(args.out, overlay_text(fit, _use(args)))
+    report = _json(fit, args.out) if args.format == "json" else _table(fit, args.out)
+    sys.stdout.write(report)
+    for line in (*problem_lines(fitted), *problem_lines(held)):
+        print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
+    _not_compared(fitted, fit, held, base)
+    return 0
+
+
+def _use(args: argparse.Namespace) -> str:
+    parts = ["perfgraph eval"]
+    if args.hardware:
+        parts.append(f"--hardware {shlex.quote(args.hardware)}")
+    return " ".join([*parts, f"--calibration {shlex.quote(args.out)}"])
+
+
+def _not_compared(fitted: Measured, fit: Fit, held: Measured, base: Baseline) -> None:
+    used = {(c.run.source, c.run.index) for c in (*fit.fitted_runs, *fit.held_out_runs)}
+    for r in (*fitted.runs, *held.runs):
+        if (r.source, r.index) not in used:
+            why = setup_run(r, base).error or "the model has no value at its configuration " \
+                "(see 'perfgraph compare')"
+            print(f"perfgraph: not used {r.source} #{r.index}: {why}", file=sys.stderr)
+
+
+def _table(fit: Fit, out: str) -> str:
+    lines = [f"fitted on {len(fit.fitted_runs)} runs"
+             + (f", held out {len(fit.held_out_runs)}" if fit.held_out_runs else "")]
+    for t in TARGETS:
+        if t.cell in fit.values:
+            lines.append(f"  {t.cell:<31}{quantity(fit.values[t.cell], fit.units[t.cell])}"
+                         f"   ({t.doc})")
+    lines += ["|model − measured| / measured      roofline (median)   calibrated (median, p90)"]
+    for what, errors in (("fitted", fit.fitted), ("held out", fit.held_out)):
+        for e in errors:
+            lines.append(f"  {what:<9} {e.metric:<11} ({e.runs:>3} runs)      "
+                         f"{_pct(e.roofline):>8}   {_pct(e.calibrated):>10}, "
+                         f"{_pct(e.calibrated_p90)}")
+    lines += [f"left out of the fit: {e}" for e in fit.excluded]
+    lines += [f"note: {n}" for n in fit.notes]
+    if fit.workloads:
+        lines.append(f"workloads fitted (ISL/OSL): {', '.join(fit.workloads)}")
+    lines.append(f"wrote {out}")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _json(fit: Fit, out: str) -> str:
+    def errors(items):
+        return {e.metric: {"runs": e.runs, "roofline": e.roofline, "calibrated": e.calibrated,
+                           "calibrated_p90": e.calibrated_p90} for e in items}
+    document = {"values": {c: {"value": v, "unit": fit.units[c]} for c, v in fit.values.items()},
+                "fitted": {"runs": len(fit.fitted_runs), "error": errors(fit.fitted)},
+                "held_out": {"runs": len(fit.held_out_runs), "error": errors(fit.held_out)},
+                "left_out": list(fit.excluded), "notes": list(fit.notes),
+                "workloads": list(fit.workloads), "residual": fit.residual, "out": out}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

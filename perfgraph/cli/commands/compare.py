@@ -1,0 +1,87 @@
+"""``perfgraph compare RUN…``: measured benchmark runs held against the model's roofline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import polars as pl
+
+from perfgraph._infra.atomic import write_atomic, write_text_atomic
+from perfgraph.cli.options import add_scenario_options, spec_from_args
+from perfgraph.errors import InputError
+from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.reading import read_measured
+from perfgraph.measured.setup import Baseline
+from perfgraph.output.compare import (
+    as_json,
+    as_markdown,
+    as_table,
+    problem_lines,
+    records,
+    summary_lines,
+)
+
+FORMATS = ("table", "markdown", "json", "parquet")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The measured files and the scenario options for what they do not say."""
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="measured results: vLLM, SGLang, AIPerf, InferenceMAX files (format "
+                        "detected from the content), or folders of them")
+    p.add_argument("--scenario", metavar="SCENARIO.toml",
+                   help="a scenario file for what the runs do not say")
+    add_scenario_options(p, positional=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="hold measured runs against the model (%% of possible, MFU, MBU)",
+        description="Compare measured benchmark runs with the roofline at each run's own "
+                    "configuration. Model, hardware, precision, TP, ISL/OSL and concurrency "
+                    "come from the file; the scenario options fill in only what it does not "
+                    "say.")
+    add_run_options(p)
+    p.add_argument("--format", "-f", choices=FORMATS, default="table",
+                   help="output format (default: table); parquet needs --out")
+    p.add_argument("--out", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--notes", action="store_true",
+                   help="table: also print every note the file reader made about each run")
+    p.set_defaults(func=run)
+
+
+def one_line(text: str) -> str:
+    """A (possibly multi-line) message as one line of stderr."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.format == "parquet" and not args.out:
+        raise InputError("--format parquet writes a file: give --out FILE.parquet")
+    base = Baseline.from_spec(spec_from_args(args))
+    measured = read_measured(args.runs)
+    comparisons = compare_runs(measured.runs, base)
+    if args.format == "parquet":
+        frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
+        write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))
+    else:
+        reference = base.reference
+        text = {"table": lambda: as_table(comparisons, measured, args.notes, reference),
+                "markdown": lambda: as_markdown(comparisons, measured, reference),
+                "json": lambda: as_json(comparisons, measured)}[args.format]()
+        if args.out:
+            write_text_atomic(args.out, text)
+        else:
+            sys.stdout.write(text)
+    nothing = not any(c.error is None for c in comparisons)
+    if args.out or nothing:  # the problems are not on the screen otherwise
+        for line in problem_lines(measured):
+            print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
+    if args.out:
+        summary = summary_lines(comparisons, measured, base.reference)
+        print(f"perfgraph: wrote {args.out}: {summary[0]}", file=sys.stderr)
+    if nothing:
+        print("perfgraph: error: no run could be compared", file=sys.stderr)
+        return 1
+    return 0

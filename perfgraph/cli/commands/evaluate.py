@@ -1,0 +1,75 @@
+"""``perfgraph eval``: evaluate a scenario and print every cell (or some).
+
+With ``--out FILE`` and no ``--format`` the file's suffix picks the format (``.parquet``,
+``.json``, ``.csv``, ``.md``; any other is a table); a ``--format`` the suffix contradicts is
+refused. ``perfgraph.output.parquet`` imports Polars only when Parquet is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.cli.options import (
+    FORMATS,
+    add_format_option,
+    add_scenario_options,
+    load_scenario,
+)
+from perfgraph.engine.explain import cell_view
+from perfgraph.output import parquet as export
+from perfgraph.output.cells import render
+from perfgraph.scenario.loading import Scenario
+
+OUT_FORMATS = (*FORMATS, "parquet")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
+                       description="Evaluate a scenario and print every cell, grouped.")
+    add_scenario_options(p)
+    add_format_option(p, OUT_FORMATS)
+    p.set_defaults(format=None)  # None: from --out's suffix, else table
+    p.add_argument("--out", "-o", metavar="FILE",
+                   help="write to FILE instead of stdout, in the format its suffix names "
+                        "(.parquet: one row, every cell a column, units in the file's "
+                        "metadata; .json, .csv, .md; any other: --format, else a table)")
+    p.add_argument("--only", metavar="NAME[,NAME…]",
+                   help="print only these cells (comma-separated)")
+    p.add_argument("--group", "-g", action="append", default=[],
+                   help="print only these groups (repeatable)")
+    p.set_defaults(func=run)
+
+
+def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[str]:
+    sheet = scenario.sheet
+    names = sheet.names
+    if only:
+        wanted = [n.strip() for n in only.split(",") if n.strip()]
+        for n in wanted:
+            sheet.declaration(n)  # UnknownNameError with a near miss
+        names = wanted
+    if groups:
+        names = [n for n in names if sheet.declaration(n).group in groups]
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = export.output_format(args.out, args.format, OUT_FORMATS, "table")
+    scenario = load_scenario(args)
+    names = selected(scenario, args.only, args.group)
+    if fmt == "parquet":
+        export.write_scenario(args.out, scenario, names)
+        return 0
+    cells = [cell_view(scenario.sheet, n) for n in names]
+    extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
+                          "workload": scenario.workload.slug,
+                          "precision": scenario.precision},
+             "prediction": scenario.prediction}
+    text = render(cells, fmt, f"{scenario.title} · {scenario.prediction}", **extra)
+    if args.out:
+        write_text_atomic(args.out, text)
+        return 0
+    sys.stdout.write(text)
+    return 0

@@ -1,0 +1,137 @@
+"""``perfgraph simulate``: a request-level serving simulation, every step timed by the sheet.
+
+Open loop (``--rate "8 request/s"``, Poisson, gamma:CV or constant gaps) or closed loop
+(``--users N``, each user sending its next request when the last one ends). Everything is
+checked before anything runs or is written; ``--out`` (Parquet, one row per request) and
+``--trace`` (Chrome/Perfetto JSON) appear whole or not at all. A progress bar goes to stderr
+when it is a terminal; Ctrl-C stops the run and prints the summary so far, marked partial
+(no file is written), and exits 128 + the signal's number (130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.cli.options import add_scenario_options, load_scenario
+from perfgraph.errors import InputError
+from perfgraph.output import parquet as export
+from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate import arrivals as arr
+from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
+from perfgraph.whatif.simulate.scheduler import SCHEDULERS
+from perfgraph.whatif.simulate.summary import summarise
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulate serving requests, step by step, on the sheet",
+                       description="Simulate a serving engine request by request, each step "
+                                   "timed by the scenario's sheet: TTFT, TPOT, ITL and E2E "
+                                   "percentiles, throughput, goodput, preemptions.")
+    add_scenario_options(p)
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--rate", help="open loop: arrival rate with its unit ('8 request/s')")
+    load.add_argument("--users", type=int, help="closed loop: N users, one request each at a time")
+    p.add_argument("--arrivals", default="poisson", help="poisson | gamma:CV | constant")
+    p.add_argument("--requests", type=int, help="requests to simulate (default 5000, or "
+                                                "the FILE's)")
+    p.add_argument("--lengths", default="fixed", help="fixed | workload | FILE (a vLLM "
+                   "--save-result JSON, or a CSV arrival_s,isl,osl)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, help="first N requests left out of the statistics "
+                   "(default: the users of a closed loop, else 0)")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="vllm")
+    p.add_argument("--token-budget", type=int, metavar="N",
+                   help="tokens a step may carry (vLLM max_num_batched_tokens, SGLang "
+                        "chunked-prefill-size, TRT-LLM max_num_tokens)")
+    p.add_argument("--max-num-seqs", type=int, metavar="N",
+                   help="requests in flight at most (default: the users, else concurrency)")
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument("--out", "-o", metavar="FILE.parquet", help="one row per request")
+    p.add_argument("--trace", metavar="FILE.json", help="a Chrome/Perfetto trace of the steps")
+    p.set_defaults(func=run)
+
+
+def setup_from(args: argparse.Namespace) -> Setup:
+    for opt in ("requests", "token_budget", "max_num_seqs", "users"):
+        value = getattr(args, opt)
+        if value is not None and value < 1:
+            flag = "--" + opt.replace("_", "-")
+            raise InputError(f"{value}: must be at least 1", name=flag)
+    if args.warmup is not None and args.warmup < 0:
+        raise InputError(f"{args.warmup}: must be 0 or more", name="--warmup")
+    for opt, value in (("--out", args.out), ("--trace", args.trace)):
+        if value is not None and not value.strip():
+            raise InputError("needs a file name", name=opt)
+    kind, cv = arr.parse_arrivals(args.arrivals)
+    rate = arr.parse_rate(args.rate) if args.rate is not None else None
+    return Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
+                 lengths=args.lengths, seed=args.seed, warmup=args.warmup,
+                 scheduler=args.scheduler, token_budget=args.token_budget,
+                 max_seqs=args.max_num_seqs)
+
+
+def run(args: argparse.Namespace) -> int:
+    setup = setup_from(args)
+    scenario = load_scenario(args)
+    sheet = scenario.sheet
+    progress = _progress(setup)
+    result = simulate(sheet, setup, progress)
+    if progress is not None:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)  # clear the bar's line
+    for note in result.notes:
+        print(f"perfgraph: note: {note}", file=sys.stderr)
+    summary = summarise(result, sheet)
+    summary["run_measured"] = result.lengths.measured
+    summary["measured_source"] = result.lengths.source
+    if not result.complete:
+        print("perfgraph: interrupted: the summary covers the requests done so far"
+              + ("; no file written" if args.out or args.trace else ""), file=sys.stderr)
+    elif args.out or args.trace:
+        _write(args, result)
+    loop = (f"closed loop, {setup.users} users" if setup.users else
+            f"open loop, {result.rate:.4g} request/s" if result.rate else "open loop")
+    title = f"{scenario.title} · {setup.scheduler} · {loop} · lengths {result.lengths.source}"
+    m = sheet.magnitude
+    sheet_line = (f"the sheet: ttft {m('ttft'):.4g} ms, itl {m('itl'):.4g} ms, throughput "
+                  f"{m('throughput'):.4g} tok/s at concurrency {m('concurrency'):.4g}")
+    if args.format == "json":
+        sys.stdout.write(as_json(summary, {"model": scenario.model.slug,
+                                           "hardware": scenario.hardware.slug,
+                                           "workload": scenario.workload.slug,
+                                           "precision": scenario.precision}))
+    else:
+        sys.stdout.write(table(summary, title, sheet_line))
+    return 0 if result.complete else 128 + result.engine.signal
+
+
+def _write(args: argparse.Namespace, result: object) -> None:
+    if args.out:
+        import polars as pl
+
+        rows = request_rows(result)  # type: ignore[arg-type]
+        # float64 throughout: perfgraph.output.parquet's Arrow schema knows floats and strings
+        frame = pl.DataFrame({k: v.astype("float64") for k, v in rows.items()})
+        export.write_frames(args.out, lambda: iter([frame]), dict(frame.schema), ROW_UNITS)
+    if args.trace:
+        write_text_atomic(args.trace, trace(result))  # type: ignore[arg-type]
+
+
+def _progress(setup: Setup):  # type: ignore[no-untyped-def]
+    if not sys.stderr.isatty():
+        return None
+    last = [0.0]
+
+    def show(done: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.2:
+            return
+        last[0] = now
+        total = setup.requests or 0
+        bar = f"{done} requests" if not total else (
+            f"[{'#' * (30 * done // total):<30}] {done}/{total}")
+        print(f"\rsimulating {bar}", end="", file=sys.stderr, flush=True)
+
+    return show

@@ -1,0 +1,38 @@
+"""``perfgraph tui``: the dashboard, on any scenario ``perfgraph eval`` takes.
+
+Textual is imported inside :func:`run` only, so building the CLI's parser (and the engine)
+never imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
+from perfgraph.errors import InputError
+from perfgraph.measured.curves import measured_view
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tui", help="explore a scenario in a live dashboard",
+                       description="Open the dashboard: edit inputs, pin cells, see every "
+                                   "result, the roofline, explanations and levers; save the "
+                                   "scenario back to its TOML file.")
+    add_scenario_options(p)
+    p.add_argument("--measured", nargs="+", action="extend", default=[], metavar="RUN",
+                   help="measured benchmark results (files or folders, as for 'perfgraph "
+                        "compare') to show against the model in the measured view")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
+    measured = measured_view(args.measured, spec_from_args(args)) if args.measured else None
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise InputError("perfgraph tui needs an interactive terminal; for output to a pipe "
+                         "or a file use 'perfgraph eval'")
+    from perfgraph.tui.app import make_app
+
+    make_app(scenario, measured=measured).run()
+    return 0

@@ -1,0 +1,180 @@
+"""The ``perfgraph`` command: wiring only. Each command lives in ``perfgraph.cli.commands``.
+
+A command module has ``register(subparsers)`` (its parser, with ``func`` set to its ``run``)
+and ``run(args) -> int``. Bad input of any kind is a PerfgraphError: one line on stderr, exit 2.
+Only the module of the command being run is imported (so ``perfgraph eval`` never loads
+Polars for ``compare``); ``perfgraph --help`` and an unknown command import them all.
+
+Ctrl-C, SIGTERM and SIGHUP become exceptions, promptly even inside Polars
+(:class:`SignalGuard`), so that a file being written is removed (``perfgraph._infra.atomic``);
+the command then prints ``perfgraph: interrupted`` and exits with 128 + the signal's
+number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from perfgraph._infra.atomic import INTERRUPTS
+from perfgraph.errors import PerfgraphError
+
+#: Command name → its module, in the order ``perfgraph --help`` lists them.
+COMMANDS = {
+    "eval": "perfgraph.cli.commands.evaluate",
+    "explain": "perfgraph.cli.commands.explain",
+    "levers": "perfgraph.cli.commands.levers",
+    "tui": "perfgraph.cli.commands.tui",
+    "import-model": "perfgraph.cli.commands.import_model",
+    "compare": "perfgraph.cli.commands.compare",
+    "calibrate": "perfgraph.cli.commands.calibrate",
+    "sweep": "perfgraph.cli.commands.sweep",
+    "diff": "perfgraph.cli.commands.diff",
+    "simulate": "perfgraph.cli.commands.simulate",
+}
+#: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
+#: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.
+RAISED = tuple(s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGHUP"))
+               if s is not None)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised wherever the program is, so that cleanup runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"perfgraph: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every command, or only ``command``'s when it names one."""
+    parser = _Parser(prog="perfgraph",
+                     description="A spreadsheet-style model of LLM inference performance.")
+    parser.add_argument("--version", action="version",
+                        version=f"perfgraph {importlib.import_module('perfgraph').__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    wanted = [command] if command in COMMANDS else list(COMMANDS)
+    for name in wanted:
+        importlib.import_module(COMMANDS[name]).register(sub)
+    return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
+class SignalGuard:
+    """While a command runs, SIGTERM and SIGHUP raise :class:`Interrupted` (main thread only),
+    and a watcher thread, woken through :func:`signal.set_wakeup_fd` the moment one of them
+    or SIGINT arrives, tells :data:`perfgraph._infra.atomic.INTERRUPTS`, so that a Parquet write
+    holding the main thread inside Polars stops at its next chunk, not at its end.
+    :meth:`stop` puts everything back (``main`` is called in-process by tests).
+    """
+
+    def __init__(self) -> None:
+        self.previous: dict[int, object] = {}
+        self._pipe: tuple[int, int] | None = None
+        self._wakeup = -1
+        self._watcher: threading.Thread | None = None
+
+    def start(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in RAISED:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                self.previous[signum] = signal.signal(signum, _raise)
+        watched = set(self.previous)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            watched.add(signal.SIGINT)
+        if watched:
+            self._watch(frozenset(watched))
+
+    def _watch(self, watched: frozenset[int]) -> None:
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        try:
+            self._wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            os.close(read)
+            os.close(write)
+            return
+        self._pipe = (read, write)
+        INTERRUPTS.arm()
+        self._watcher = threading.Thread(target=self._notice, args=(read, watched),
+                                         daemon=True, name="perfgraph-signals")
+        self._watcher.start()
+
+    @staticmethod
+    def _notice(read: int, watched: frozenset[int]) -> None:
+        while data := os.read(read, 64):
+            for signum in data:
+                if signum in watched:
+                    INTERRUPTS.notice(signum)
+
+    def stop(self) -> None:
+        """Put everything back as :meth:`start` found it."""
+        if self._pipe is not None:
+            signal.set_wakeup_fd(self._wakeup)
+            os.close(self._pipe[1])  # the watcher reads the end of the pipe and stops
+            if self._watcher is not None:
+                self._watcher.join(timeout=1)
+            os.close(self._pipe[0])
+            self._pipe = None
+            INTERRUPTS.disarm()
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        self.previous = {}
+
+
+def _raise(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _signal_number(exc: KeyboardInterrupt) -> int:
+    """The signal behind ``exc``: its own, the first one noticed, else SIGINT."""
+    return int(getattr(exc, "signum", None) or INTERRUPTS.received or signal.SIGINT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    guard, sigint = SignalGuard(), None
+    try:
+        guard.start()
+        args = build_parser(_command(argv)).parse_args(argv)
+        return int(args.func(args) or 0)
+    except PerfgraphError as exc:
+        print(f"perfgraph: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `perfgraph eval | head`
+        return 0
+    except KeyboardInterrupt as exc:
+        try:  # first, and a C call: a second Ctrl-C already on its way is dropped
+            sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+        try:
+            print("perfgraph: interrupted", file=sys.stderr)
+        except OSError:  # the terminal went away (SIGHUP)
+            pass
+        return 128 + _signal_number(exc)
+    finally:
+        guard.stop()
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""Fit the sheet's efficiency inputs to measured runs, and write them as a TOML overlay.
+
+    fit = calibrate(fit_runs, base, holdout=held_runs)
+    write_overlay("h100-sxm.vllm.toml", fit, description)   # then --calibration that file
+
+The targets (``TARGETS``) are inputs of the formula sheets, each a mechanism with physical
+bounds: achievable fractions of peak bandwidth (0.5–1) and of peak compute in decode and in
+prefill (0.3–1), fixed costs per step, per running sequence and per request (≥ 0, capped
+where no engine is slower), and the exposed fraction of TP all-reduces (0–1).  The fit turns
+on the structure of ``perfgraph/scenario/sheets/realistic.toml`` (``STRUCTURE``: each step
+carries its prefill chunk), sets the targets as columns of ``Sheet.evaluate_columns`` and
+compares the model's TTFT, TPOT and throughput with each run's, like for like
+(``perfgraph.measured.compare.like_for_like``), by bounded least squares in log space
+(``scipy.optimize.least_squares``, trust-region reflective, from several starts): the sum over
+runs and metrics of (log model − log measured)².  TTFTs of runs whose requests queued (the
+``queued`` finding) are left out of the fit: no term here models a queue.  A target the runs
+cannot move (TP communication when every run is TP = 1) is left at the sheet's value and
+named; one that ends on a bound is named too.
+
+The error reported per metric is the median and the 90th percentile of
+|model − measured| / measured over the runs that have the metric, before (the sheet as
+loaded) and after the fit, on the fitted runs and on held-out runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError, UnknownNameError
+from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
+from perfgraph.measured.setup import Baseline
+from perfgraph.scenario.loading import load
+
+
+@dataclass(frozen=True)
+class Target:
+    cell: str  # an input of the formula sheets
+    low: float  # bounds, in the cell's declared unit
+    high: float
+    doc: str
+
+
+#: What calibration fits: the achievable-vs-peak inputs of
+#: perfgraph/scenario/sheets/achievable.toml.
+TARGETS = (
+    Target("bandwidth_efficiency", 0.5, 1.0, "achievable fraction of peak HBM bandwidth"),
+    Target("attention_bandwidth_efficiency", 0.5, 1.0,
+           "achievable fraction of peak HBM bandwidth reading the KV cache"),
+    Target("compute_efficiency", 0.3, 1.0, "achievable fraction of peak compute in decode"),
+    Target("prefill_compute_efficiency", 0.3, 1.0,
+           "achievable fraction of peak compute in prefill"),
+    Target("step_overhead", 0.0, 20.0, "fixed time each forward step loses"),
+    Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
+    Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
+    Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
+    Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
+)
+#: Structure the fit turns on (and the overlay keeps): cell → value.
+STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True}
+#: The metrics fitted (TTFT, TPOT, throughput); E2EL follows from them.
+FIT_METRICS = ("ttft", "tpot", "throughput")
+
+
+@dataclass(frozen=True)
+class MetricError:
+    metric: str
+    runs: int  # runs with this metric
+    roofline: float | None  # median |model/measured − 1| before the fit (fraction)
+    calibrated: float | None  # the same after it
+    calibrated_p90: float | None = None  # the 90th percentile after it
+
+
+@dataclass(frozen=True)
+class Fit:
+    values: Mapping[str, float]  # target cell → fitted value, in its declared unit
+    units: Mapping[str, str]
+    fitted: tuple[MetricError, ...]
+    held_out: tuple[MetricError, ...]
+    fitted_runs: tuple[Comparison, ...]
+    held_out_runs: tuple[Comparison, ...]
+    excluded: tuple[str, ...]  # what was left out of the fit, and why
+    residual: float  # root mean square of the log errors fitted
+    notes: tuple[str, ...] = ()  # targets on a bound, or that the runs do not determine
+    workloads: tuple[str, ...] = ()  # the ISL/OSL shapes fitted on
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Runs that share one sheet, as columns."""
+
+    sheet: Sheet
+    columns: Mapping[str, np.ndarray]
+    keys: tuple[str | None, ...]  # each run's throughput definition
+    measured: Mapping[str, np.ndarray]  # metric → measured (NaN where absent or left out)
+
+
+def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
+              holdout: Sequence[MeasuredRun] = ()) -> Fit:
+    fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
+    held = [c for c in compare_runs(holdout, base, levers=False) if c.error is None]
+    if not fitted:
+        raise InputError("no run to fit: none of the given runs could be compared with the "
+                         "model (run 'perfgraph compare' on them to see why)")
+    excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
+                     for c in fitted if _queued(c))
+    groups = _groups(base, fitted, leave_out_queued=True)
+    observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
+                       for m in FIT_METRICS)
+    if observations < len(TARGETS):
+        raise InputError(f"{observations} measured values cannot fix {len(TARGETS)} "
+                         "efficiency inputs: give more runs")
+    units = {t.cell: groups[0].sheet.declaration(t.cell).unit for t in TARGETS}
+    best, cost = _minimise(lambda x: _residuals(groups, x), len(TARGETS))
+    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, best, strict=True)}
+    values, notes = _settled(groups, values, best)
+    held_groups = _groups(base, held, leave_out_queued=False) if held else []
+    return Fit(values, units,
+               _errors(_groups(base, fitted, leave_out_queued=False), values),
+               _errors(held_groups, values) if held else (),
+               tuple(fitted), tuple(held), excluded,
+               math.sqrt(cost / observations), notes, _workloads(fitted))
+
+
+def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:
+    shapes = sorted({(round(c.setup.isl), round(c.setup.osl)) for c in runs
+                     if c.setup.isl is not None and c.setup.osl is not None})
+    return tuple(f"{i}/{o}" for i, o in shapes)
+
+
+def _settled(groups: Sequence[_Group], values: dict[str, float],
+             x: np.ndarray) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Drop the targets the runs cannot move (left at the sheet's value); name those that
+    ended on a bound."""
+    notes: list[str] = []
+    kept = dict(values)
+    base_cost = float(np.sum(_residuals(groups, x) ** 2))
+    for i, t in enumerate(TARGETS):
+        moved = [float(np.sum(_residuals(groups, np.where(np.arange(len(x)) == i, u, x)) ** 2))
+                 for u in (0.0, 1.0)]
+        if max(abs(m - base_cost) for m in moved) < 1e-9:
+            del kept[t.cell]
+            notes.append(f"{t.cell}: these runs do not determine it (left as the sheet has it)")
+        elif x[i] <= 1e-3 or x[i] >= 1 - 1e-3:
+            bound = t.low if x[i] <= 1e-3 else t.high
+            notes.append(f"{t.cell}: on its {'lower' if x[i] <= 1e-3 else 'upper'} bound "
+                         f"({bound:g})")
+    return kept, tuple(notes)
+
+
+def _queued(c: Comparison) -> bool:
+    return any(f.id == "queued" for f in c.findings)
+
+
+def _groups(base: Baseline, comparisons: Sequence[Comparison],
+            leave_out_queued: bool) -> list[_Group]:
+    members: dict[tuple, list[Comparison]] = {}
+    for c in comparisons:
+        members.setdefault(c.setup.group, []).append(c)
+    groups = []
+    for chosen in members.values():
+        sheet = load(chosen[0].setup.spec(base.spec)).sheet
+        for t in TARGETS:
+            if t.cell not in sheet.names:
+                raise UnknownNameError(f"the formula sheets have no input {t.cell!r} to "
+                                       "calibrate", name=t.cell)
+        measured = {m: np.array([_measured(c, m, leave_out_queued) for c in chosen])
+                    for m in FIT_METRICS}
+        groups.append(_Group(sheet, config_columns([c.setup for c in chosen]),
+                             tuple(_key(c) for c in chosen), measured))
+    return groups
+
+
+def _key(c: Comparison) -> str | None:
+    m = c.metric("throughput")
+    return m.measured_as if m is not None else None
+
+
+def _measured(c: Comparison, metric: str, leave_out_queued: bool) -> float:
+    m = c.metric(metric)
+    if m is None or m.measured is None or m.measured <= 0:
+        return math.nan
+    if leave_out_queued and metric == "ttft" and _queued(c):
+        return math.nan
+    return m.measured
+
+
+def _predict(group: _Group, values: Mapping[str, float]) -> dict[str, np.ndarray]:
+    n = len(group.keys)
+    fixed = {cell: np.full(n, float(v)) for cell, v in STRUCTURE.items()
+             if values and cell in group.sheet.names}
+    columns = {**group.columns, **fixed,
+               **{cell: np.full(n, v) for cell, v in values.items()}}
+    return like_for_like(group.sheet, group.sheet.evaluate_columns(columns, n), group.keys)
+
+
+def _log_errors(groups: Sequence[_Group], values: Mapping[str, float]) -> np.ndarray:
+    errors = []
+    for g in groups:
+        predicted = _predict(g, values)
+        for m in FIT_METRICS:
+            have = np.isfinite(g.measured[m])
+            with np.errstate(all="ignore"):
+                e = np.log(predicted[m][have]) - np.log(g.measured[m][have])
+            errors.append(np.where(np.isfinite(e), e, 10.0))  # a failed row costs a lot
+    return np.concatenate(errors) if errors else np.zeros(0)
+
+
+def _residuals(groups: Sequence[_Group], x: np.ndarray) -> np.ndarray:
+    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, x, strict=True)}
+    return _log_errors(groups, values)
+
+
+def _scaled(target: Target, u: float) -> float:
+    """A point of the unit interval → the target's value within its bounds."""
+    return target.low + (target.high - target.low) * min(1.0, max(0.0, float(u)))
+
+
+def _errors(groups: Sequence[_Group], values: Mapping[str, float]) -> tuple[MetricError, ...]:
+    out = []
+    for m in FIT_METRICS:
+        before = _abs_errors(groups, {}, m)
+        after = _abs_errors(groups, values, m)
+        out.append(MetricError(m, len(after), _median(before), _median(after),
+                               _quantile(after, 0.9)))
+    return tuple(out)
+
+
+def _abs_errors(groups: Sequence[_Group], values: Mapping[str, float], metric: str) -> list:
+    out: list[float] = []
+    for g in groups:
+        predicted = _predict(g, values)[metric]
+        have = np.isfinite(g.measured[metric])
+        out += list(np.abs(predicted[have] / g.measured[metric][have] - 1.0))
+    return out
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return _quantile(values, 0.5)
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.quantile(finite, q)) if finite else None
+
+
+# --------------------------------------------------------------------------- the minimiser
+
+
+def _minimise(residuals: Callable[[np.ndarray], np.ndarray], n: int,
+              ) -> tuple[np.ndarray, float]:
+    """Bounded least squares on [0, 1]^n (the targets scaled into their bounds), from the
+    box's centre and from points near each corner of the efficiencies; the best end wins."""
+    from scipy.optimize import least_squares
+
+    starts = [np.full(n, 0.5), np.full(n, 0.2), np.full(n, 0.8)]
+    best, value = starts[0], math.inf
+    for start in starts:
+        found = least_squares(residuals, start, bounds=(0.0, 1.0), method="trf",
+                              x_scale=1.0, diff_step=1e-3, max_nfev=400)
+        cost = float(np.sum(found.fun ** 2))
+        if cost < value:
+            best, value = np.clip(found.x, 0.0, 1.0), cost
+    return best, value
+
+
+# --------------------------------------------------------------------------- the overlay
+
+
+def overlay_text(fit: Fit, use: str = "") -> str:
+    """The TOML overlay: the fitted inputs in ``[values]``, with comments saying what they were
+    fitted on and how well they fit. ``use`` is an example command line."""
+    lines = ["# Calibration overlay written by `perfgraph calibrate`: the efficiency inputs",
+             "# fitted by least squares (log TTFT, TPOT and throughput) to measured runs.",
+             *_described("Fitted on", fit.fitted_runs)]
+    lines += ["# Error, median |model − measured| / measured (roofline → calibrated):",
+              *_error_comments("fitted runs", fit.fitted)]
+    if fit.held_out_runs:
+        lines += _described("Held out", fit.held_out_runs)
+        lines += _error_comments("held-out runs", fit.held_out)
+    lines += [f"# Left out of the fit: {e}" for e in fit.excluded]
+    lines += [f"# Note: {n}" for n in fit.notes]
+    if fit.workloads:
+        lines.append(f"# Workloads (ISL/OSL) fitted: {', '.join(fit.workloads)}"
+                     + ("" if len(fit.workloads) > 1 else
+                        " (one shape: runs of several workloads generalise better)"))
+    if use:
+        lines.append(f"# Use: {use}")
+    groups = sorted({" · ".join(str(p) for p in c.setup.group) for c in fit.fitted_runs})
+    lines += ["", f'name = "Calibrated efficiencies ({"; ".join(groups)}, '
+                  f'{len(fit.fitted_runs)} runs)"', "", *profile_lines(fit), "", "[values]"]
+    for cell, on in STRUCTURE.items():
+        lines.append(f"{f'{cell} = {str(on).lower()}':<34}  # structure the fit assumed")
+    for t in TARGETS:
+        if t.cell not in fit.values:
+            continue
+        value, unit_text = fit.values[t.cell], fit.units[t.cell]
+        shown = f'"{value:.4g} {unit_text}"' if unit_text else f"{value:.4g}"
+        lines.append(f"{f'{t.cell} = {shown}':<34}  # {t.doc}")
+    return "\n".join(lines) + "\n"
+
+
+def profile_lines(fit: Fit, engine: str | None = None,
+                  engine_version: str | None = None) -> list[str]:
+    """The overlay's ``[profile]`` table (perfgraph.scenario.profiles): what it was fitted
+    on and its held-out error, for the label every prediction made with it carries."""
+    hardware = sorted({c.setup.hardware for c in fit.fitted_runs if c.setup.hardware})
+    lines = ["[profile]"]
+    if len(hardware) == 1:
+        lines.append(f'hardware = "{Path(hardware[0]).stem}"')
+    if engine:
+        lines.append(f'engine = "{engine}"')
+    if engine_version:
+        lines.append(f'engine_version = "{engine_version}"')
+    lines.append(f"runs = {len(fit.fitted_runs)}")
+    held = {e.metric: e.calibrated for e in fit.held_out if e.calibrated is not None}
+    if held:
+        inner = ", ".join(f"{m} = {v:.3f}" for m, v in held.items())
+        lines.append(f"held_out = {{ {inner} }}")
+    if fit.workloads:
+        lines.append("workloads = [" + ", ".join(f'"{w}"' for w in fit.workloads) + "]")
+    return lines
+
+
+def _described(what: str, runs: Sequence[Comparison]) -> list[str]:
+    sources = list(dict.fromkeys(c.run.source for c in runs))
+    return [f"# {what} {len(runs)} runs from:", *(f"#   {s}" for s in sources)]
+
+
+def _error_comments(what: str, errors: Sequence[MetricError]) -> list[str]:
+    return [f"#   {what}: " + ", ".join(
+        f"{e.metric} {_pct(e.roofline)} → {_pct(e.calibrated)}" for e in errors)]
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"

@@ -1,0 +1,340 @@
+"""Measured runs held against the model: per metric, measured vs the roofline, and why.
+
+    base = Baseline.from_spec(ScenarioSpec(hardware="h100-sxm"))
+    for c in compare_runs(read_runs(path).runs, base):
+        c.metric("throughput").possible          # measured ÷ roofline, as a fraction
+
+The model is evaluated at each run's own configuration (``perfgraph.measured.setup``). Each metric
+compares like with like and says what it compared:
+
+* TTFT: the measured mean (else median) vs the roofline prefill of one prompt (no queueing);
+* TPOT: time per output token excluding the first (ITL per streamed chunk only when the file
+  has no TPOT) vs the roofline decode step at the run's batch;
+* E2EL vs the roofline end-to-end latency of one request, at the run's OSL (its implied mean
+  OSL where the file gives only a configured one and its latencies imply another);
+* throughput: output tokens/s vs the model's ``throughput`` (one replica); or, where the file
+  gives only total (input + output) tokens/s, vs throughput × (isl + osl)/osl, divided by
+  ``n_gpus`` when the file divides by its GPUs.
+
+"% of possible" = measured ÷ roofline for throughput, roofline ÷ measured for latencies: 100%
+means the run reached the roofline. MFU and MBU come from the measured numbers through the
+graph: the formulas below are pinned in a fork of the sheet and evaluated with the measured
+throughput and TPOT as columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.engine.units import unit
+from perfgraph.errors import PerfgraphError
+from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.findings import STEP_TERMS, Finding, findings
+from perfgraph.measured.metrics import MetricComparison
+from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
+from perfgraph.scenario.loading import load
+
+#: MFU and MBU of a run from its measured numbers (``throughput`` and ``itl`` are then the
+#: measured output tokens/s and TPOT). Seed: llm-inference-performance § Measuring.
+MFU_FORMULA = "throughput * (isl + osl) / osl * flops_per_token / (n_gpus * peak_flops)"
+MBU_FORMULA = "decode_bytes_per_step / itl / (n_gpus * hbm_bandwidth)"
+
+#: metric → (the model's cell, unit compared in, the measured keys to try, best first)
+LATENCIES = {
+    "ttft": ("ttft", "ms", ("ttft", "ttft_median", "ttft_p50")),
+    "tpot": ("itl", "ms", ("tpot", "tpot_median", "tpot_p50", "itl", "itl_median", "itl_p50")),
+    "e2el": ("e2e_latency", "ms", ("e2el", "e2el_median", "e2el_p50")),
+}
+METRICS = ("ttft", "tpot", "e2el", "throughput")
+_SAYS = {
+    "ttft": "TTFT: measured {stat} vs the roofline prefill of one ISL-token prompt "
+            "(a minimum: no queueing, no scheduling)",
+    "tpot": "TPOT: measured {stat} time per output token, first token excluded, vs the "
+            "roofline decode step at the run's batch",
+    "itl": "TPOT vs ITL: the file has no TPOT, so its {stat} ITL (gap between streamed chunks) "
+           "stands in; it equals TPOT only when each chunk carries one token",
+    "e2el": "E2EL: measured {stat} request latency vs the roofline TTFT + OSL × ITL, at {osl}",
+    "output_throughput": "throughput: output tokens/s of the whole run (one TP group) vs the "
+                         "model's throughput (output tokens/s of one replica)",
+    "total_throughput": "throughput: total (input + output) tokens/s vs the model's total = "
+                        "throughput × (isl + osl)/osl",
+    "throughput_per_gpu": "throughput: per GPU here is {what}; the model's = throughput × "
+                          "(isl + osl)/osl ÷ n_gpus",
+}
+_THROUGHPUTS = ("output_throughput", "throughput_per_gpu", "total_throughput")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    run: MeasuredRun
+    setup: Setup
+    metrics: tuple[MetricComparison, ...]
+    mfu: float | None  # from the measured throughput, as a fraction
+    mbu: float | None  # from the measured TPOT, as a fraction
+    headroom: float | None  # decode could go at most this much faster: 1 / MBU
+    measured_output: float | None  # output tokens/s of the whole run (see run_points)
+    findings: tuple[Finding, ...]
+    error: str | None = None  # the run could not be modelled at all
+
+    def metric(self, name: str) -> MetricComparison | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    @property
+    def possible(self) -> float | None:
+        """The run's "% of possible": its throughput's (the seed's headline figure)."""
+        m = self.metric("throughput")
+        return m.possible if m is not None else None
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """The run's numbers in the model's terms (NaN where the run has none)."""
+
+    latencies: Mapping[str, tuple[float, str, str] | None]  # metric → (value ms, stat, key)
+    throughput_key: str | None
+    throughput: float  # in the file's definition
+    definition: str  # the file's definition of it
+    output_equivalent: float  # output tokens/s of the whole run, like the model's throughput
+
+
+def compare_runs(runs: Iterable[MeasuredRun], base: Baseline,
+                 levers: bool = True) -> tuple[Comparison, ...]:
+    """Compare each run with the model at its configuration; never raises for a bad run."""
+    runs = list(runs)
+    setups = [setup_run(run, base) for run in runs]
+    results: list[Comparison | None] = [None] * len(runs)
+    groups: dict[tuple, list[int]] = {}
+    for i, setup in enumerate(setups):
+        if setup.error is not None:
+            results[i] = _failed(runs[i], setup, setup.error)
+        else:
+            groups.setdefault(setup.group, []).append(i)
+    for members in groups.values():
+        chosen = [runs[i] for i in members]
+        for i, c in zip(members, _compare_group(chosen, [setups[i] for i in members], base,
+                                                levers), strict=True):
+            results[i] = c
+    return tuple(c for c in results if c is not None)
+
+
+def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:
+    return Comparison(run, setup, (), None, None, None, None, (), error=why)
+
+
+def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: Baseline,
+                   levers: bool) -> list[Comparison]:
+    try:
+        spec = setups[0].spec(base.spec)
+        sheet = load(dataclasses.replace(spec, calibration=None)).sheet
+        calibrated = load(spec).sheet if spec.calibration else None
+    except PerfgraphError as exc:
+        return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
+            runs, setups, strict=True)]
+    cols = config_columns(setups)
+    n = len(runs)
+    with np.errstate(all="ignore"):  # a bad configuration shows as NaN, explained per metric
+        model = sheet.evaluate_columns(cols, n)
+        gpus = model["n_gpus"]
+        measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
+            runs, setups, strict=True))]
+        derived = measured_utilisation(sheet, cols, measured)
+        like = like_for_like(sheet, model, [m.throughput_key for m in measured])
+        like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
+        predicted, terms = None, {}
+        if calibrated is not None:
+            values = calibrated.evaluate_columns(cols, n)
+            predicted = like_for_like(calibrated, values, [m.throughput_key for m in measured])
+            terms = {c: in_unit(calibrated, values, c, "ms") for c in STEP_TERMS
+                     if c in calibrated.names and (c != "step_attention_time"
+                                                   or calibrated.magnitude("kernel_roofline"))}
+            predicted["e2el"] = _e2el_at_run_osl(calibrated, cols, setups, predicted["e2el"])
+    out = []
+    for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
+        metrics = _metrics(sheet, like, i, setup, measured[i])
+        if predicted is not None:
+            metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
+                            if m.metric in predicted else m for m in metrics)
+        mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
+        found = findings(run, setup, metrics, mbu, headroom, sheet if levers else None,
+                         {c: float(v[i]) for c, v in terms.items() if math.isfinite(v[i])})
+        out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
+                              _finite(measured[i].output_equivalent), found))
+    return out
+
+
+def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[Setup],
+                     e2el: np.ndarray) -> np.ndarray:
+    """The model's E2EL (ms) at each run's ``e2el_osl`` where that differs from its ``osl``."""
+    osl = np.array([s.e2el_osl if s.e2el_osl is not None else s.osl for s in setups],
+                   dtype=float)
+    if np.array_equal(osl, cols["osl"]):
+        return e2el
+    values = sheet.evaluate_columns({**cols, "osl": osl}, len(setups))
+    return in_unit(sheet, values, "e2e_latency", "ms")
+
+
+def _osl_said(setup: Setup) -> str:
+    """Which OSL the E2EL comparison used, for its definition line."""
+    if setup.e2el_osl is not None and setup.e2el_osl != setup.osl:
+        return "the run's implied mean OSL (worked out from its own numbers), not the " \
+            "configured one"
+    return {"measured": "the measured mean OSL", "configured": "the configured OSL (the file "
+            "records no measured mean)"}.get(setup.osl_source or "",
+                                              "the OSL from the scenario options")
+
+
+def config_columns(setups: Sequence[Setup]) -> dict[str, np.ndarray]:
+    return {name: np.array([getattr(s, name) for s in setups], dtype=float)
+            for name in CONFIG_CELLS}
+
+
+def in_unit(sheet: Sheet, columns: Mapping[str, np.ndarray], name: str,
+            target: str) -> np.ndarray:
+    """A column of ``evaluate_columns`` (in the cell's declared unit) in ``target``."""
+    factor = unit(sheet.declaration(name).unit).factor / unit(target).factor
+    return np.asarray(columns[name], dtype=float) * factor
+
+
+def measured_utilisation(sheet: Sheet, cols: Mapping[str, np.ndarray],
+                         measured: Sequence[_Measured]) -> dict[str, np.ndarray]:
+    """MFU, MBU (fractions) and decode headroom from the measured numbers, through the graph."""
+    fork = sheet.fork()
+    fork.set("mfu", MFU_FORMULA)
+    fork.set("mbu", MBU_FORMULA)
+    tpot = [m.latencies["tpot"][0] if m.latencies["tpot"] else math.nan for m in measured]
+    itl = np.array(tpot) * unit("ms").factor / unit(sheet.declaration("itl").unit).factor
+    out_tput = np.array([m.output_equivalent for m in measured]) * unit("token/s").factor \
+        / unit(sheet.declaration("throughput").unit).factor
+    values = fork.evaluate_columns({**cols, "itl": itl, "throughput": out_tput}, len(measured))
+    return {"mfu": in_unit(fork, values, "mfu", ""), "mbu": in_unit(fork, values, "mbu", ""),
+            "decode_headroom": in_unit(fork, values, "decode_headroom", "")}
+
+
+def _measured(run: MeasuredRun, setup: Setup, gpus: float) -> _Measured:
+    latencies = {}
+    for metric, (_, _, keys) in LATENCIES.items():
+        key = next((k for k in keys if k in run.metrics), None)
+        latencies[metric] = (run.metrics[key].value, run.metrics[key].statistic, key) \
+            if key else None
+    key = next((k for k in _THROUGHPUTS if k in run.metrics), None)
+    if key is None:
+        return _Measured(latencies, None, math.nan, "", math.nan)
+    value = run.metrics[key].value
+    share = setup.osl / (setup.isl + setup.osl)  # type: ignore[operator]
+    output = {"output_throughput": value, "total_throughput": value * share,
+              "throughput_per_gpu": value * gpus * share}[key]
+    return _Measured(latencies, key, value, run.metrics[key].definition, output)
+
+
+def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
+                  throughput_keys: Sequence[str | None]) -> dict[str, np.ndarray]:
+    """The model's TTFT, TPOT and E2EL (ms), and its throughput (token/s) in each run's own
+    definition — output, total, or total per GPU — from ``evaluate_columns`` output."""
+    out = {metric: in_unit(sheet, values, cell, u) for metric, (cell, u, _) in LATENCIES.items()}
+    output = in_unit(sheet, values, "throughput", "token/s")
+    isl, osl = in_unit(sheet, values, "isl", "token"), in_unit(sheet, values, "osl", "token")
+    with np.errstate(all="ignore"):  # osl or n_gpus 0 → NaN, shown as "model failed"
+        total = output * (isl + osl) / osl
+        per_gpu = total / np.asarray(values["n_gpus"], dtype=float)
+    choices = {"output_throughput": output, "total_throughput": total,
+               "throughput_per_gpu": per_gpu}
+    out["throughput"] = np.array([choices[k][i] if k else math.nan
+                                  for i, k in enumerate(throughput_keys)], dtype=float)
+    return out
+
+
+def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: Setup,
+             measured: _Measured) -> tuple[MetricComparison, ...]:
+    out = []
+    for metric, (cell, unit_text, _) in LATENCIES.items():
+        got = measured.latencies[metric]
+        value = _finite(like[metric][i])
+        if got is None:
+            out.append(MetricComparison(metric, unit_text, None, None, None, value, cell,
+                                        _SAYS[metric].format(stat="—", osl=_osl_said(setup)),
+                                        error="the file has no such measurement"))
+            continue
+        said = _SAYS["itl" if got[2].startswith("itl") else metric].format(
+            stat=got[1], osl=_osl_said(setup))
+        out.append(MetricComparison(metric, unit_text, got[0], got[1], got[2], value, cell,
+                                    said, error=None if value is not None else _why(
+                                        sheet, setup, cell)))
+    key = measured.throughput_key
+    if key is None:
+        out.append(MetricComparison("throughput", "token/s", None, None, None, None,
+                                    "throughput", _SAYS["output_throughput"],
+                                    error="the file has no throughput"))
+        return tuple(out)
+    modelled = _finite(like["throughput"][i])
+    out.append(MetricComparison("throughput", "token/s", measured.throughput, "mean", key,
+                                modelled, "throughput",
+                                _SAYS[key].format(what=measured.definition),
+                                error=None if modelled is not None else _why(
+                                    sheet, setup, "throughput")))
+    return tuple(out)
+
+
+def _finite(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _why(sheet: Sheet, setup: Setup, cell: str) -> str:
+    """Why the model has no value for ``cell`` at this run's configuration."""
+    fork = sheet.fork()
+    try:
+        for name in CONFIG_CELLS:
+            fork.set(name, getattr(setup, name))
+    except PerfgraphError as exc:
+        return f"the model refuses this configuration: {exc}"
+    error = fork.error(cell)
+    return f"the model's {cell} failed: {error}" if error else \
+        f"the model's {cell} is not a finite number"
+
+
+# --------------------------------------------------------------------------- for the dashboard
+
+
+def model_curve(sheet: Sheet, concurrencies: Sequence[float] | np.ndarray,
+                config: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """The roofline over concurrency, for plotting runs against: ``concurrency``,
+    ``throughput`` (output tokens/s of one replica), ``throughput_per_gpu``, ``itl`` and
+    ``ttft`` (ms), each formula evaluated once over the whole column. ``config`` sets
+    other inputs (a run's ``tp``, ``isl``, ``osl``) for every point."""
+    c = np.asarray(concurrencies, dtype=float)
+    given = {name: np.full(len(c), float(v)) for name, v in (config or {}).items()}
+    cols = sheet.evaluate_columns({**given, "concurrency": c}, len(c))
+    return {"concurrency": c,
+            "throughput": in_unit(sheet, cols, "throughput", "token/s"),
+            "throughput_per_gpu": in_unit(sheet, cols, "throughput_per_gpu", "token/s"),
+            "itl": in_unit(sheet, cols, "itl", "ms"),
+            "ttft": in_unit(sheet, cols, "ttft", "ms")}
+
+
+def run_points(comparisons: Iterable[Comparison]) -> dict[str, np.ndarray]:
+    """The runs as points in the model curve's terms: ``concurrency``, ``throughput`` (output
+    tokens/s of the whole run — a total-tokens figure converted with the run's ISL/OSL),
+    ``itl`` (measured TPOT, ms), and ``label``; NaN where a run lacks the number."""
+    rows = [c for c in comparisons if c.error is None]
+    tpot = [c.metric("tpot") for c in rows]
+    return {"concurrency": np.array([_nan(c.setup.concurrency) for c in rows]),
+            "throughput": np.array([_nan(c.measured_output) for c in rows]),
+            "itl": np.array([_nan(m.measured if m else None) for m in tpot]),
+            "label": np.array([c.run.label for c in rows], dtype=object)}
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def median_possible(comparisons: Iterable[Comparison], metric: str = "throughput",
+                    ) -> float | None:
+    values = [m.possible for c in comparisons if (m := c.metric(metric)) is not None
+              and m.possible is not None]
+    return float(np.median(values)) if values else None

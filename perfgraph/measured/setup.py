@@ -1,0 +1,307 @@
+"""Which configuration to evaluate the model at for a measured run, and where each part came from.
+
+The file wins where it says something; the scenario options (``--model``, ``--hardware``,
+``--precision``, ``--set tp=…``, a scenario file or ``--workload``) fill in only what the file
+does not say, and an option the file overrules is named in a "not used" note.  Model, hardware
+and TP that neither gives are refused with the option to pass, never guessed; the precision
+(the file's, else one named in the model id) falls back to the scenario's (fp8 by default)
+with a note.
+
+Concurrency, in order: the file's configured concurrency, unless the file's own numbers show
+fewer requests in flight (``MeasuredRun.concurrency_measured``, Little's law: request
+throughput × mean E2EL, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the batch
+the server saw; an explicit ``--set concurrency=N`` wins over any such estimate, never over a
+configured concurrency the file's numbers bear out.  A rate-driven run (no configured
+concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from perfgraph.engine.numbers import number
+from perfgraph.errors import PerfgraphError
+from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.adapters.base import in_flight
+from perfgraph.scenario.catalog import catalog_names, load_entry
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+
+#: The serving inputs set per run, as columns of the sheet.
+CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
+#: A measured in-flight concurrency under this fraction of the configured one replaces it
+#: (within 5% the two agree up to the ramp at the run's start and end).
+IN_FLIGHT_BELOW = 0.95
+#: Where a run's ISL or OSL came from, as the outputs name it.
+MEASURED, CONFIGURED, OPTIONS = "measured", "configured", "scenario options"
+
+_PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
+    (r"(nv|mx)?fp4", "fp4"),
+    (r"fp8", "fp8"),
+    (r"int8|w8a8", "int8"),
+    (r"bf16|fp16", "bf16"),
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The model's configuration for one run: catalog names, serving inputs, and notes saying
+    where each came from. ``error`` says why the run cannot be modelled (then the rest may be
+    None)."""
+
+    model: str | None
+    hardware: str | None
+    precision: str | None
+    tp: float | None
+    concurrency: float | None
+    isl: float | None
+    osl: float | None
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    isl_source: str | None = None  # MEASURED | CONFIGURED | OPTIONS
+    osl_source: str | None = None
+    #: the OSL the model's E2EL is taken at: the run's implied mean OSL where the file gives
+    #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
+    e2el_osl: float | None = None
+    concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
+
+    @property
+    def group(self) -> tuple[str | None, str | None, str | None]:
+        """Runs with the same group share one loaded scenario."""
+        return self.model, self.hardware, self.precision
+
+    def spec(self, base: ScenarioSpec) -> ScenarioSpec:
+        return ScenarioSpec(file=base.file, model=self.model, hardware=self.hardware,
+                            workload=base.workload, precision=self.precision, sets=base.sets,
+                            calibration=base.calibration)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the scenario options say, and which of it the user gave on purpose."""
+
+    spec: ScenarioSpec
+    choices: Mapping[str, str]  # model / hardware / precision: catalog name or path
+    values: Mapping[str, float]  # tp / concurrency / isl / osl
+    explicit: frozenset[str]
+
+    @classmethod
+    def from_spec(cls, spec: ScenarioSpec) -> Baseline:
+        """Load the scenario once (bad options fail here, as PerfgraphError) and note which
+        parts the user chose rather than the built-in defaults."""
+        scenario = load(spec)
+        choices = {"model": spec.model or scenario.model.path,
+                   "hardware": spec.hardware or scenario.hardware.path,
+                   "precision": scenario.precision}
+        values = {name: scenario.sheet.magnitude(name) for name in CONFIG_CELLS
+                  if scenario.sheet.error(name) is None}
+        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)))
+
+    @property
+    def reference(self) -> str:
+        """What the runs are held against: the roofline, or a calibrated model."""
+        return "calibrated model" if self.spec.calibration else "roofline"
+
+    def shown(self, kind: str) -> str:
+        """A choice as a user reads it: the catalog slug for a catalog file."""
+        text = self.choices[kind]
+        return text.rsplit("/", 1)[-1].removesuffix(".toml") if kind != "precision" else text
+
+
+def _explicit(spec: ScenarioSpec, scenario: Scenario) -> set[str]:
+    file_data = scenario.file.doc.data if scenario.file is not None else {}
+    file_values = file_data.get("values", {}) if isinstance(file_data, dict) else {}
+    chosen = {kind for kind in ("model", "hardware", "precision")
+              if getattr(spec, kind) is not None or kind in file_data}
+    set_names = {name for name, _ in spec.sets}
+    for name in CONFIG_CELLS:
+        if name in set_names or name in file_values or spec.workload is not None:
+            chosen.add(name)
+    return chosen
+
+
+def model_slug(text: str | None) -> str | None:
+    """The model catalog's name for a model id a file gives (``meta-llama/Llama-3.3-70B-Instruct``
+    → ``llama-3.3-70b``), the longest catalog name it contains; None when none fits."""
+    if not text:
+        return None
+    last = re.sub(r"[\s_]+", "-", str(text).strip().lower().rstrip("/")).rsplit("/", 1)[-1]
+    found = [slug for slug in catalog_names("model")
+             if re.search(rf"(?<![a-z0-9.]){re.escape(slug)}(?![0-9a-z])", last)]
+    return max(found, key=len) if found else None
+
+
+def precision_hint(text: str | None) -> str | None:
+    if not text:
+        return None
+    lowered = str(text).lower()
+    return next((p for pattern, p in _PRECISION_HINTS if re.search(pattern, lowered)), None)
+
+
+def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
+    notes: list[str] = []
+    try:
+        model = _model(run, base, notes)
+        hardware = _choice("hardware", run.hardware, base, notes)
+        precision = _precision(run, base, notes, hardware)
+        tp = _number("tp", run.tp, base, notes, "--set tp=N")
+        isl = _number("isl", run.isl, base, notes, "--set isl=N")
+        osl = _number("osl", run.osl, base, notes, "--set osl=N")
+        concurrency, conc_source = _concurrency(run, base, notes)
+    except _Refused as exc:
+        return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
+    if base.spec.calibration:
+        notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
+                     "roofline, 'vs predicted' against the calibrated model")
+    osl_source = _source(run.osl_measured, run.osl_configured)
+    return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
+                 isl_source=_source(run.isl_measured, run.isl_configured),
+                 osl_source=osl_source, e2el_osl=_e2el_osl(run, osl, osl_source, notes),
+                 concurrency_source=conc_source)
+
+
+def _source(measured: float | None, configured: float | None) -> str:
+    return MEASURED if measured is not None else CONFIGURED if configured is not None \
+        else OPTIONS
+
+
+def _e2el_osl(run: MeasuredRun, osl: float, source: str, notes: list[str]) -> float:
+    implied = run.osl_implied
+    if source == MEASURED or implied is None or abs(implied / osl - 1) <= 0.01:
+        return osl
+    notes.append(f"E2EL modelled at the run's implied mean OSL {number(implied, 4)} (worked "
+                 f"out from the file's own numbers, see its notes), not the {source} "
+                 f"{number(osl, 4)}: a request's E2EL is its OSL decode steps, so it is "
+                 "compared at the OSL it ran")
+    return implied
+
+
+class _Refused(Exception):
+    pass
+
+
+def _model(run: MeasuredRun, base: Baseline, notes: list[str]) -> str:
+    slug = model_slug(run.model)
+    if slug is not None:
+        if "model" in base.explicit and base.shown("model") != slug:
+            notes.append(f"--model {base.shown('model')} not used: the file names {run.model}")
+        return slug
+    if run.model and "model" in base.explicit:
+        notes.append(f"the file's model {run.model!r} is not in the catalog; compared as "
+                     f"{base.shown('model')} (from the scenario options)")
+        return base.choices["model"]
+    if run.model:
+        raise _Refused(f"the file's model {run.model!r} is not in the model catalog (known: "
+                       f"{', '.join(catalog_names('model'))}); pass --model NAME or a TOML path "
+                       "to compare it against one")
+    return _choice("model", None, base, notes)
+
+
+def _choice(kind: str, given: str | None, base: Baseline, notes: list[str]) -> str:
+    if given is not None:
+        if kind in base.explicit and base.shown(kind) != given:
+            notes.append(f"--{kind} {base.shown(kind)} not used: the file says {given}")
+        return given
+    if kind not in base.explicit:
+        known = ", ".join(catalog_names(kind))
+        raise _Refused(f"the file does not say which {kind} ran it; pass --{kind} "
+                       f"(known: {known})")
+    notes.append(f"{kind} {base.shown(kind)} from the scenario options (the file does not say)")
+    return base.choices[kind]
+
+
+def _precision(run: MeasuredRun, base: Baseline, notes: list[str], hardware: str) -> str:
+    """The file's precision, else one the model id names, else the scenario's (with a note).
+    A precision the chip has no compute for (FP4 on Hopper) gives way to an explicit
+    ``--precision``, or refuses the run with the options that model it as weight-only."""
+    chosen = base.choices["precision"]
+    for given, where in ((run.precision, "the file says"), (run.model, "the model id names")):
+        hint = precision_hint(given)
+        if given and hint is None and where == "the file says":
+            notes.append(f"the file's precision {given!r} is none the model knows "
+                         "(bf16, fp8, int8, fp4); not used")
+        if hint is None:
+            continue
+        if not _has_peak(hardware, hint):
+            return _weight_only(hint, f"{where} {given}", hardware, base, notes)
+        if "precision" in base.explicit and chosen != hint:
+            notes.append(f"--precision {chosen} not used: {where} {given}")
+        return hint
+    how = "from the scenario options" if "precision" in base.explicit else \
+        "is the default; pass --precision if the run used another"
+    notes.append(f"precision {chosen} {how} (the file does not say)")
+    return chosen
+
+
+def _has_peak(hardware: str, precision: str) -> bool:
+    """Whether the hardware has dense compute for the precision (True when it cannot tell:
+    loading the model then says what is wrong)."""
+    try:
+        peak = precisions().data[precision]["peak"]
+        return peak in load_entry("hardware", hardware).table("peak_flops")
+    except (PerfgraphError, KeyError, TypeError):
+        return True
+
+
+def _weight_only(hint: str, said: str, hardware: str, base: Baseline, notes: list[str]) -> str:
+    chosen = base.choices["precision"]
+    why = f"{said}, but {hardware} has no dense {hint} compute"
+    if "precision" in base.explicit and chosen != hint:
+        notes.append(f"{why}: modelled at --precision {chosen} as given (weights in {hint} "
+                     "are dequantised to it; --set weight_bytes to count them at their size)")
+        return chosen
+    size = precisions().data[hint]["weight_bytes"]
+    raise _Refused(f"{why}; a weight-only {hint} model runs its matmuls at a wider precision: "
+                   f"pass --precision bf16 (or fp8) with --set weight_bytes=\"{size}\"")
+
+
+def _number(name: str, given: float | None, base: Baseline, notes: list[str],
+            option: str) -> float:
+    if given is not None:
+        if name in base.explicit and name in base.values and base.values[name] != given:
+            notes.append(f"{option.split('=')[0]}={number(base.values[name])} not used: the "
+                         f"file says {name} {number(given, 4)}")
+        return float(given)
+    if name not in base.explicit or name not in base.values:
+        raise _Refused(f"the file does not say its {name}; pass {option}")
+    notes.append(f"{name} {number(base.values[name])} from the scenario options "
+                 "(the file does not say)")
+    return base.values[name]
+
+
+def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[float, str]:
+    """The batch to model the run at, and where it came from (see the module docstring)."""
+    explicit = base.values.get("concurrency") if "concurrency" in base.explicit else None
+    configured, inflight = run.concurrency, run.concurrency_measured
+    if configured is not None:
+        if inflight is None or inflight >= IN_FLIGHT_BELOW * configured:
+            if explicit is not None and explicit != configured:
+                notes.append(f"--set concurrency={number(explicit)} not used: the file says "
+                             f"concurrency {number(configured)}")
+            return float(configured), "configured"
+        shown = (f"the file's numbers show {number(inflight, 3)} requests in flight on average "
+                 f"(Little's law: request throughput × mean E2EL), below its configured "
+                 f"concurrency {number(configured)}")
+        if explicit is not None:
+            notes.append(f"concurrency {number(explicit)} from --set concurrency; {shown}")
+            return float(explicit), "options"
+        notes.append(f"concurrency {number(inflight, 3)} in flight used, not the configured "
+                     f"{number(configured)}: {shown}; the server batched what was in flight")
+        return float(inflight), "in flight"
+    estimate = in_flight(run.metrics)
+    if explicit is not None:
+        if estimate is not None:
+            notes.append(f"concurrency {number(explicit)} from --set concurrency; the "
+                         f"Little's-law estimate {number(estimate, 3)} (request throughput × "
+                         "mean E2EL) not used")
+        return float(explicit), "options"
+    if estimate is not None:
+        rate, e2el = run.metrics["request_throughput"], run.metrics["e2el"]
+        paced = "the run was paced by request rate" if run.request_rate is not None else \
+            "the file gives no concurrency"
+        notes.append(f"concurrency {number(estimate)} estimated by Little's law: request "
+                     f"throughput {number(rate.value)}/s × mean E2EL {number(e2el.value)} ms "
+                     f"({paced}; the estimate counts queued requests too)")
+        return float(estimate), "little"
+    return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"

@@ -1,0 +1,64 @@
+"""Cells as text: a grouped table for the terminal, JSON, CSV and Markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+
+from perfgraph.engine.explain import grouped
+from perfgraph.engine.numbers import cell_text
+from perfgraph.engine.views import CellView
+
+
+def as_json(cells: Iterable[CellView], **extra: object) -> str:
+    """``{"quantities": {NAME: {"value", "unit", "error"}}}``: values in declared units."""
+    quantities = {c.name: {"value": c.value, "unit": c.unit, "error": c.error} for c in cells}
+    return json.dumps({**extra, "quantities": quantities}, indent=2, allow_nan=False)
+
+
+def as_csv(cells: Iterable[CellView]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["name", "value", "unit", "error", "group"])
+    for c in cells:
+        writer.writerow([c.name, "" if c.value is None else repr(c.value), c.unit,
+                         c.error or "", c.group])
+    return out.getvalue()
+
+
+def as_markdown(cells: Iterable[CellView], title: str = "") -> str:
+    lines = [f"## {title}", ""] if title else []
+    for group, members in grouped(list(cells)):
+        lines += [f"### {group}", "", "| cell | value | |", "|---|---:|---|"]
+        for c in members:
+            mark = "pinned" if c.pinned else ("input" if c.is_input else "")
+            value = cell_text(c).replace("|", "\\|")
+            lines.append(f"| `{c.name}` | {value} | {mark} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def as_table(cells: Iterable[CellView], title: str = "") -> str:
+    """Grouped columns: name, value with a readable unit, and a marker for inputs/pins."""
+    cells = list(cells)
+    width = max((len(c.name) for c in cells), default=10) + 2
+    lines = [title, ""] if title else []
+    for group, members in grouped(cells):
+        lines.append(group.upper())
+        for c in members:
+            mark = " (pinned)" if c.pinned else ""
+            lines.append(f"  {c.name:<{width}}{cell_text(c)}{mark}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render(cells: Iterable[CellView], fmt: str, title: str = "", **extra: object) -> str:
+    if fmt == "json":
+        return as_json(cells, **extra) + "\n"
+    if fmt == "csv":
+        return as_csv(cells)
+    if fmt == "markdown":
+        return as_markdown(cells, title)
+    return as_table(cells, title)

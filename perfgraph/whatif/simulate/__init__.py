@@ -1,0 +1,122 @@
+"""``perfgraph simulate``: a request-level serving simulation timed by the sheet.
+
+:func:`simulate` builds the step model once from the sheet (``step_time``), the scheduler's
+policy (``scheduler``), the KV block pool (``kv``: ``kv_memory ÷ kv_block_bytes`` blocks of
+``block_size``), lengths and arrivals (``lengths``, ``arrivals``), runs the engine loop
+(``engine``) and summarises it (``summary``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
+from perfgraph.whatif.simulate import arrivals as arr
+from perfgraph.whatif.simulate import lengths as lens
+from perfgraph.whatif.simulate.engine import Engine
+from perfgraph.whatif.simulate.kv import BlockPool
+from perfgraph.whatif.simulate.requests import Requests
+from perfgraph.whatif.simulate.scheduler import policy
+from perfgraph.whatif.simulate.step_time import StepModel
+
+
+@dataclass(frozen=True)
+class Setup:
+    rate: float | None = None  # request/s (open loop)
+    cv: float = 1.0
+    users: int | None = None  # closed loop
+    requests: int | None = None
+    lengths: str = "fixed"
+    seed: int = 0
+    warmup: int | None = None
+    scheduler: str = "vllm"
+    token_budget: int | None = None
+    max_seqs: int | None = None
+
+
+@dataclass
+class Run:
+    engine: Engine
+    setup: Setup
+    lengths: lens.Lengths
+    model: StepModel
+    complete: bool
+    warmup: int
+    rate: float | None  # the open loop's arrival rate (None: closed loop)
+    notes: list[str]
+
+
+def simulate(sheet: Sheet, setup: Setup,
+             progress: Callable[[int], None] | None = None) -> Run:
+    if setup.users is not None and setup.users < 1:
+        raise InputError(f"--users {setup.users}: need at least one user", name="--users")
+    rng = np.random.default_rng(setup.seed)
+    model = StepModel.from_sheet(sheet)
+    pol = policy(setup.scheduler, sheet, setup.token_budget,
+                 setup.max_seqs if setup.max_seqs is not None else setup.users)
+    length = _lengths(sheet, setup, rng)
+    n = len(length.isl)
+    arrive, rate = _arrivals(sheet, setup, length, n, rng)
+    reqs = Requests(length.isl, length.osl, arrive)
+    engine = Engine(model, pol, reqs, _pool(sheet), arrivals=[],
+                    users=setup.users or 0, prefix_hit=sheet.magnitude("prefix_hit_rate"))
+    first = n if not setup.users else min(setup.users, n)
+    engine.arrivals = [(float(arrive[i]), i) for i in range(first)]
+    heapq.heapify(engine.arrivals)
+    engine.submitted = first
+    complete = engine.run(progress)
+    warm = setup.warmup if setup.warmup is not None else (
+        min(setup.users, n // 2) if setup.users else 0)
+    return Run(engine, setup, length, model, complete, min(warm, n - 1), rate,
+               model.check(sheet))
+
+
+def _lengths(sheet: Sheet, setup: Setup, rng: np.random.Generator) -> lens.Lengths:
+    if setup.requests is not None and setup.requests < 1:
+        raise InputError(f"--requests {setup.requests}: need at least one", name="--requests")
+    if setup.lengths in ("fixed", "workload"):
+        n = setup.requests or 5000
+        return lens.from_sheet(setup.lengths, sheet, n, rng)
+    found = lens.read_file(setup.lengths)
+    if setup.requests is not None and setup.requests != len(found.isl):  # repeat or cut
+        take = np.resize(np.arange(len(found.isl)), setup.requests)
+        found = lens.Lengths(found.isl[take], found.osl[take],
+                             None if found.arrivals is None else None, found.rate, found.cv,
+                             found.source)
+    return found
+
+
+def _arrivals(sheet: Sheet, setup: Setup, length: lens.Lengths, n: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, float | None]:
+    if setup.users:  # closed loop: the first users start spread over one request's life
+        span = sheet.magnitude("e2e_latency", "s")
+        first = np.zeros(n)  # the later ones are set when a user's request ends
+        k = min(setup.users, n)
+        first[:k] = np.sort(rng.uniform(0, span, size=k))
+        return first, None
+    if setup.rate is not None:
+        return arr.open_loop(n, setup.rate, setup.cv, rng), setup.rate
+    if length.arrivals is not None:
+        span = float(length.arrivals[-1])
+        return length.arrivals, (n - 1) / span if span > 0 else math.inf
+    if length.rate is not None:
+        if math.isinf(length.rate):
+            return np.zeros(n), math.inf
+        return arr.open_loop(n, length.rate, length.cv, rng), length.rate
+    raise InputError("give --rate (open loop) or --users (closed loop)", name="--rate")
+
+
+def _pool(sheet: Sheet) -> BlockPool:
+    m = sheet.magnitude
+    bs = max(1, round(m("block_size", "token")))
+    total = math.floor(m("kv_memory", "B") / (bs * m("kv_bytes_per_token", "B/token")))
+    if total < 1:
+        raise InputError("no KV memory is left after the weights (kv_memory = 0): the "
+                         "model does not fit", name="kv_memory")
+    return BlockPool(total=total, block_size=bs)

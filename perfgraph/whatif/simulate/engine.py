@@ -1,0 +1,326 @@
+"""The engine loop: requests arrive, the scheduler fills each step, the step model times it.
+
+A run of decode-only steps between events (an arrival that can be admitted, a request
+ending, the KV pool filling) is done in closed form: the batch is fixed, each step's KV read
+grows by the batch size, so :meth:`StepModel.decode_run` gives all their durations at once.
+Only steps that carry prefill are taken one by one. Per request the loop keeps a few
+numbers; per step a few (for ITL percentiles, the trace and the time series); never per
+token.
+
+Decoders are counted in aggregate: every decoder gains a token per decode step, so a request
+that joined the decode phase at decode step ``j`` with ``g`` tokens out has ``g + G − j``
+at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfgraph.whatif.simulate.kv import BlockPool, blocks
+from perfgraph.whatif.simulate.requests import Requests
+from perfgraph.whatif.simulate.scheduler import Policy
+from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.steplog import StepLog
+
+RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
+
+
+@dataclass
+class Engine:
+    model: StepModel
+    policy: Policy
+    reqs: Requests
+    pool: BlockPool
+    arrivals: list[tuple[float, int]]  # a heap of (time, request)
+    users: int = 0  # closed loop: a finished request's user sends the next one
+    prefix_hit: float = 0.0
+    now: float = 0.0
+    G: int = 0  # decode steps so far
+    n_dec: int = 0
+    kv_dec: int = 0  # Σ (isl + generated) over decoders: their KV read next step
+    decoding: set[int] = field(default_factory=set)
+    prefilling: list[int] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # running, in admission order
+    waiting: deque[int] = field(default_factory=deque)
+    ends: list[tuple[int, int, int]] = field(default_factory=list)  # (step, request, epoch)
+    log: StepLog = field(default_factory=StepLog)
+    submitted: int = 0
+    completed: int = 0
+    preemptions: int = 0
+    signal: int = 0  # the signal that stopped the run, 0 if none
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, progress: Callable[[int], None] | None = None) -> bool:
+        """Run every request to its end; False when interrupted (Ctrl-C), the state partial."""
+        total, tick = self.reqs.n, 0
+        try:
+            while self.completed < total:
+                self._arrive()
+                if not self.order and not self.waiting:
+                    if not self.arrivals:
+                        break
+                    self.now = max(self.now, self.arrivals[0][0])
+                    continue
+                if not self.prefilling and not self._can_admit():
+                    self._decode_run()
+                else:
+                    self._step()
+                tick += 1
+                if progress is not None and tick % 256 == 0:
+                    progress(self.completed)
+        except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli.main)
+            self.signal = int(getattr(exc, "signum", 2))
+            return False
+        return True
+
+    def _arrive(self) -> None:
+        while self.arrivals and self.arrivals[0][0] <= self.now:
+            _, rid = heapq.heappop(self.arrivals)
+            self.waiting.append(rid)
+
+    def _can_admit(self) -> bool:
+        if not self.waiting:
+            return False
+        if self.policy.static:
+            return not self.order
+        return len(self.order) < self.policy.max_seqs
+
+    # ------------------------------------------------------------------ decode runs
+    def _decode_run(self) -> None:
+        d = self.n_dec
+        if d == 0:  # waiting requests that cannot be admitted and nothing running
+            self.now = max(self.now, self.arrivals[0][0]) if self.arrivals else self.now
+            return
+        k = min(RUN_CAP, self.ends[0][0] - self.G)
+        k = min(k, self._kv_steps())
+        if k <= 0:
+            self._step()
+            return
+        durations = self.model.decode_run(d, self.kv_dec, k)
+        stops = self.now + np.cumsum(durations)
+        if self.arrivals and not self.policy.static and len(self.order) < self.policy.max_seqs:
+            k = min(k, int(np.searchsorted(stops, self.arrivals[0][0])) + 1)
+            durations, stops = durations[:k], stops[:k]
+        self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity())
+        self.now = float(stops[-1])
+        self.G += k
+        self.kv_dec += d * k
+        self._finish_due()
+
+    def _kv_steps(self) -> int:
+        k = self.pool.safe_steps(self.G)
+        if k <= 0:
+            self._recount()
+            k = self.pool.safe_steps(self.G)
+        return k
+
+    def _kv_capacity(self) -> int:
+        return self.pool.total * self.pool.block_size
+
+    def _kv_use(self) -> float:
+        """Share of the KV tokens held: the decoders' context and the prefills' blocks."""
+        held = self.kv_dec + self.pool.prefill * self.pool.block_size
+        return min(1.0, held / self._kv_capacity())
+
+    def _recount(self) -> None:
+        r, bs = self.reqs, self.pool.block_size
+        held = sum(blocks(r.isl[i] + self._gen(i) - 1, bs) for i in self.decoding)
+        self.pool.recount(self.G, held, self.n_dec)
+
+    def _gen(self, i: int) -> int:
+        return self.reqs.gen_join[i] + self.G - self.reqs.g_join[i]
+
+    # ------------------------------------------------------------------ one step
+    def _step(self) -> None:
+        if self.n_dec and self.pool.safe_steps(self.G) < 1:
+            self._make_room()
+        pol = self.policy
+        prefill_only = pol.static or (not pol.mixed and self._prefill_pending())
+        d = 0 if prefill_only else self.n_dec
+        chunks = self._plan(pol.prefill_budget(d) if not pol.static else pol.alone)
+        if not chunks and not d:
+            d = self.n_dec  # nothing could be prefilled (no blocks): decode instead
+            if not d:
+                self._stall()
+                return
+        p = att = 0
+        kv = self.kv_dec if d else 0
+        done = self.reqs.done
+        for i, c in chunks:  # a chunk reads its context so far and writes itself
+            p += c
+            kv += done[i] + c
+            att += c * (done[i] + c)
+        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att)
+        self.now += dt
+        firsts = self._apply(chunks)
+        if d:
+            self.G += 1
+            self.kv_dec += d
+            self.log.last_decode = self.now
+        self.log.step(self.now, dt, d, p, d + firsts, self._kv_use())
+        self._finish_due()
+
+    def _prefill_pending(self) -> bool:
+        return bool(self.prefilling) or self._can_admit()
+
+    def _stall(self) -> None:
+        """Nothing runs and the head of the queue cannot get blocks: it never will."""
+        if self.waiting:
+            rid = self.waiting.popleft()
+        else:
+            rid = self.prefilling.pop(0)
+            self.order.remove(rid)
+            self.pool.prefill -= self.reqs.held[rid]
+        self.reqs.dropped[rid] = True
+        self._done(rid)
+
+    def _plan(self, budget: int) -> list[tuple[int, int]]:
+        """Prefill chunks for this step: partial prefills first, then admissions (FCFS)."""
+        r, chunks = self.reqs, []
+        for i in self.prefilling:
+            if budget <= 0:
+                break
+            c = min(r.plen[i] - r.done[i], budget)
+            if not self._take(i, r.done[i] + c):
+                break
+            chunks.append((i, c))
+            budget -= c
+        while budget > 0 and self.waiting and len(self.order) < self.policy.max_seqs:
+            i = self.waiting[0]
+            start = self._start_of(i)
+            left = r.plen[i] - start
+            if not self.policy.chunked and left > budget and chunks:
+                break
+            c = min(left, budget) if self.policy.chunked else left
+            if not self._take(i, start + c, fresh=True):
+                break
+            self.waiting.popleft()
+            r.done[i] = start
+            self.prefilling.append(i)
+            self.order.append(i)
+            chunks.append((i, c))
+            budget -= c
+        return chunks
+
+    def _start_of(self, i: int) -> int:
+        r = self.reqs
+        if r.gen[i] or not self.prefix_hit:
+            return 0
+        return min(int(self.prefix_hit * r.plen[i]), r.plen[i] - 1)
+
+    def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
+        """Give request ``i`` the blocks for ``tokens`` tokens of KV, if the pool has them."""
+        r, pool = self.reqs, self.pool
+        need = blocks(tokens, pool.block_size) - (0 if fresh else r.held[i])
+        if need > pool.free_bound(self.G):
+            self._recount()
+            if need > pool.free_bound(self.G):
+                return False
+        pool.prefill += need
+        r.held[i] = (0 if fresh else r.held[i]) + need
+        return True
+
+    def _apply(self, chunks: list[tuple[int, int]]) -> int:
+        """Advance the chunks; a prompt done gives its (next) token. Returns first tokens."""
+        r, firsts = self.reqs, 0
+        for i, c in chunks:
+            r.done[i] += c
+            if r.done[i] < r.plen[i]:
+                continue
+            self.prefilling.remove(i)
+            if r.gen[i] == 0:
+                r.t_first[i] = self.now + self.model.ttft_overhead
+                firsts += 1
+            else:
+                self.log.gap(self.now - r.t_last[i])
+            r.gen[i] += 1
+            self.pool.prefill -= r.held[i]
+            self.pool.decode += r.held[i]
+            self.pool.grow += 1
+            self._join(i)
+        return firsts
+
+    def _join(self, i: int) -> None:
+        r = self.reqs
+        r.g_join[i], r.gen_join[i] = self.G, r.gen[i]
+        self.decoding.add(i)
+        self.n_dec += 1
+        self.kv_dec += r.isl[i] + r.gen[i]
+        if r.gen[i] >= r.osl[i]:
+            self._finish(i)
+            return
+        heapq.heappush(self.ends, (self.G + r.osl[i] - r.gen[i], i, r.epoch[i]))
+
+    # ------------------------------------------------------------------ leaving
+    def _finish_due(self) -> None:
+        ends, r = self.ends, self.reqs
+        while ends and ends[0][0] <= self.G:
+            _, i, epoch = heapq.heappop(ends)
+            if epoch == r.epoch[i] and i in self.decoding:
+                self._finish(i)
+
+    def _leave(self, i: int) -> int:
+        """Take decoder ``i`` out of the aggregates; returns its tokens out."""
+        r = self.reqs
+        gen = self._gen(i)
+        self.decoding.discard(i)
+        self.order.remove(i)
+        self.n_dec -= 1
+        self.kv_dec -= r.isl[i] + gen
+        self.pool.decode -= blocks(r.isl[i] + gen - 1, self.pool.block_size)
+        return gen
+
+    def _finish(self, i: int) -> None:
+        r = self.reqs
+        r.gen[i] = self._leave(i)
+        r.t_end[i] = self.now
+        self._done(i)
+
+    def _done(self, i: int) -> None:
+        self.completed += 1
+        if self.users and self.submitted < self.reqs.n:
+            self.reqs.arrival[self.submitted] = self.now
+            heapq.heappush(self.arrivals, (self.now, self.submitted))
+            self.submitted += 1
+
+    def _make_room(self) -> None:
+        """The pool may be full: count exactly, and preempt the newest (recompute) until the
+        decoders' next tokens fit, as vLLM v1 does."""
+        self._recount()
+        bs, r = self.pool.block_size, self.reqs
+        need = sum(1 for i in self.decoding if (r.isl[i] + self._gen(i) - 1) % bs == 0)
+        while need > self.pool.total - self.pool.used_bound(self.G) and len(self.order) > 1:
+            victim = self.order[-1]
+            if victim in self.decoding:
+                if (r.isl[victim] + self._gen(victim) - 1) % bs == 0:
+                    need -= 1
+                self._preempt_decoder(victim)
+            else:
+                self._preempt_prefill(victim)
+        self._recount()
+
+    def _preempt_decoder(self, i: int) -> None:
+        r = self.reqs
+        gen = self._leave(i)
+        r.gen[i], r.t_last[i] = gen, self.log.last_decode
+        self._requeue(i, r.isl[i] + gen)
+
+    def _preempt_prefill(self, i: int) -> None:
+        r = self.reqs
+        self.prefilling.remove(i)
+        self.order.remove(i)
+        self.pool.prefill -= r.held[i]
+        self._requeue(i, r.plen[i])
+
+    def _requeue(self, i: int, plen: int) -> None:
+        r = self.reqs
+        r.plen[i], r.done[i], r.held[i] = plen, 0, 0
+        r.epoch[i] += 1
+        r.preempted[i] += 1
+        self.preemptions += 1
+        self.waiting.appendleft(i)

@@ -1,0 +1,129 @@
+"""The summary as a table or JSON, the per-request Parquet rows and the Chrome trace."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from perfgraph.whatif.simulate import Run
+
+LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+
+
+def _num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return f"{x:.4g}"
+
+
+def _err(sim: float | None, measured: float) -> str:
+    if sim is None or not measured:
+        return "—"
+    return f"{100 * (sim / measured - 1):+.0f}%"
+
+
+def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
+    lines = [title + (" · PARTIAL (interrupted)" if s["partial"] else ""),
+             f"{s['requests']} requests ({s['measured']} measured, {s['warmup']} warm-up left "
+             f"out), "
+             f"{s['steps']} steps, {s['simulated_s']:.4g} s simulated", ""]
+    if s["overload"]:
+        o = s["overload"]
+        lines += [f"OVERLOADED: requests arrive at {o['offered']:.4g} request/s, the system "
+                  f"sustained {o['sustained']:.4g} request/s; the queue grew by "
+                  f"{o['queue_growth']} requests over the run, so TTFT and E2E grow with the "
+                  f"run's length and are not shown", ""]
+    keys = list(next(iter(s["latency"].values()))[1])
+    lines.append(f"  {'':10}" + "".join(f"{k:>10}" for k in keys))
+    for name, (unit, st) in s["latency"].items():
+        lines.append(f"  {LABELS[name] + ' (' + unit + ')':10}"
+                     + "".join(f"{_num(st.get(k)):>10}" for k in keys))
+    lines += ["",
+              f"  output throughput   {_num(s['output_throughput'])} tok/s",
+              f"  total throughput    {_num(s['total_throughput'])} tok/s",
+              f"  request throughput  {_num(s['request_throughput'])} request/s",
+              f"  goodput             {_num(s['goodput'])} request/s "
+              f"({100 * s['goodput_share']:.3g} % of requests: TTFT ≤ "
+              f"{_num(s['slo']['ttft'])} ms, TPOT ≤ {_num(s['slo']['itl'])} ms)",
+              f"  preemptions         {s['preemptions']}",
+              f"  batch (decodes)     mean {_num(s['batch']['mean'])}, max "
+              f"{_num(s['batch']['max'])}",
+              f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
+              f"{_num(100 * s['kv_use']['max'])} %"]
+    if s.get("run_measured"):
+        lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
+                      f"measured (error)"]
+        for metric, got in s["run_measured"].items():
+            sim = s["latency"][metric][1]
+            cells = [f"{k} {_num(sim.get(k))} / {_num(v)} ms ({_err(sim.get(k), v)})"
+                     for k, v in got.items()]
+            lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
+    if s["dropped"]:
+        lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
+    return "\n".join([*lines, "", sheet_line]) + "\n"
+
+
+def as_json(s: dict[str, Any], scenario: dict[str, str]) -> str:
+    def q(value: float | None, unit: str) -> dict[str, Any]:
+        ok = value is not None and math.isfinite(value)
+        return {"value": value if ok else None, "unit": unit}
+
+    latency = {name: {k: q(v, unit) for k, v in st.items()}
+               for name, (unit, st) in s["latency"].items()}
+    doc = {"scenario": scenario, "partial": s["partial"], "requests": s["requests"],
+           "measured": s["measured"], "warmup": s["warmup"], "steps": s["steps"],
+           "simulated": q(s["simulated_s"], "s"), "window": q(s["window_s"], "s"),
+           "latency": latency,
+           "output_throughput": q(s["output_throughput"], "token/s"),
+           "total_throughput": q(s["total_throughput"], "token/s"),
+           "request_throughput": q(s["request_throughput"], "request/s"),
+           "goodput": q(s["goodput"], "request/s"),
+           "goodput_share": q(s["goodput_share"], ""),
+           "slo": {"ttft": q(s["slo"]["ttft"], "ms"), "itl": q(s["slo"]["itl"], "ms")},
+           "preemptions": s["preemptions"], "dropped": s["dropped"],
+           "batch": {k: q(v, "") for k, v in s["batch"].items()},
+           "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
+           "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
+                            for metric, got in (s.get("run_measured") or {}).items()},
+           "overloaded": s["overload"] is not None,
+           "overload": None if not s["overload"] else {
+               "offered": q(s["overload"]["offered"], "request/s"),
+               "sustained": q(s["overload"]["sustained"], "request/s"),
+               "queue_growth": s["overload"]["queue_growth"]},
+           "series": {"unit": {"t": "s", "batch": "", "kv_use": ""},
+                      "points": s["series"]}}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+ROW_UNITS = {"request": "", "arrival": "s", "first_token": "s", "end": "s", "isl": "token",
+             "osl": "token", "ttft": "ms", "tpot": "ms", "e2e": "s", "preempted": ""}
+
+
+def request_rows(run: Run) -> dict[str, np.ndarray]:
+    t = run.engine.reqs.table()
+    rows = {"request": np.arange(len(t["isl"]), dtype=np.int64)}
+    for k in ROW_UNITS:
+        if k != "request":
+            rows[k] = t[k] * (1e3 if ROW_UNITS[k] == "ms" else 1)
+    return rows
+
+
+def trace(run: Run) -> str:
+    """Chrome / Perfetto trace JSON: one slice per step, counters for batch and KV use."""
+    st = run.engine.log.arrays()
+    start = (st["end"] - st["dur"]) * 1e6
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "perfgraph simulate"}}]
+    for ts, dur, d, p, kv in zip(start.tolist(), (st["dur"] * 1e6).tolist(),
+                                 st["decodes"].tolist(), st["prefill"].tolist(),
+                                 st["kv"].tolist(), strict=True):
+        name = "prefill+decode" if p and d else ("prefill" if p else "decode")
+        events.append({"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": round(ts, 3),
+                       "dur": round(dur, 3),
+                       "args": {"decodes": int(d), "prefill_tokens": int(p)}})
+        events.append({"name": "batch", "ph": "C", "pid": 1, "ts": round(ts, 3),
+                       "args": {"decodes": int(d), "kv_use_pct": round(100 * kv, 2)}})
+    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}) + "\n"

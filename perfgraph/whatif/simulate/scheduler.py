@@ -1,0 +1,67 @@
+"""How an engine fills a step, as data the loop reads (``--scheduler``).
+
+- ``vllm`` (v1): running decodes first, then prefill chunks in the same step (chunked
+  prefill). The chunk a step carries beside decodes is the sheet's ``chunk_size`` (the
+  decodes' spare compute, threshold − B, or what it is pinned to); a step with no decodes
+  takes up to ``max_context`` prompt tokens (a lone prompt prefills whole, as the sheet's
+  ``ttft`` has it). ``--token-budget N`` makes it vLLM's fixed ``max_num_batched_tokens``:
+  N tokens a step, decodes included. With the sheet's ``chunked_prefill`` off, prompts
+  prefill whole in steps of their own, before the decodes (vLLM V0).
+- ``sglang``: prefill batches and decode batches apart, prefill first (SGLang's default,
+  no mixed chunks), up to ``chunked-prefill-size`` tokens (``--token-budget``, else
+  ``max_context``) a prefill batch.
+- ``trtllm``: in-flight batching with a fixed ``max_num_tokens`` budget, decodes included
+  (``--token-budget``, else concurrency + chunk_size), context chunking on.
+- ``static``: a batch of up to ``max_num_seqs`` requests is prefilled whole, then decoded
+  until its last request ends; the next batch starts only then.
+
+``max_num_seqs`` is the sheet's ``concurrency`` (requests in flight), or ``--max-num-seqs``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
+
+SCHEDULERS = ("vllm", "sglang", "trtllm", "static")
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    mixed: bool  # decodes and prefill chunks in one step
+    chunked: bool  # a prompt may be split over steps
+    static: bool  # whole batches, admitted only when the last one is done
+    with_decodes: int  # prefill tokens a step may add beside decodes (mixed)
+    alone: int  # prefill tokens a step may take when it carries no decodes
+    fixed: int  # > 0: a fixed budget, decodes included (overrides the two above)
+    max_seqs: int
+
+    def prefill_budget(self, decodes: int) -> int:
+        if self.fixed:
+            return max(0, self.fixed - decodes)
+        return self.with_decodes if decodes else self.alone
+
+
+def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | None,
+           ) -> Policy:
+    m = sheet.magnitude
+    seqs = max_seqs if max_seqs is not None else math.floor(m("concurrency"))
+    if seqs < 1:
+        raise InputError(f"max_num_seqs is {seqs}: the scenario's concurrency (or "
+                         f"--max-num-seqs) must be at least 1", name="--max-num-seqs")
+    chunk = max(1, math.ceil(m("chunk_size", "token")))
+    context = max(1, math.ceil(m("max_context", "token")))
+    budget = token_budget or 0
+    chunked = bool(m("chunked_prefill"))
+    if name == "vllm":
+        return Policy(name, chunked, chunked, False, chunk, budget or context,
+                      budget if chunked else 0, seqs)
+    if name == "sglang":
+        return Policy(name, False, True, False, 0, budget or context, 0, seqs)
+    if name == "trtllm":
+        return Policy(name, True, True, False, 0, 0, budget or seqs + chunk, seqs)
+    return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs)

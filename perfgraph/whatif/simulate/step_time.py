@@ -1,0 +1,166 @@
+"""The step-time model: one engine step's duration, compiled once from the sheet's cells.
+
+A step runs ``d`` decoding sequences (one token each) and ``p`` prefill tokens (chunks of
+prompts), and reads ``c`` tokens of KV cache (every decode's context, and each chunk's
+context so far plus the chunk it writes). Its time is the sheet's decode-step roofline
+(``latency.toml``) with the batch's own token counts in place of the scenario's averages:
+
+======================  ============================================================
+sheet cell              role in the step time
+======================  ============================================================
+weights_bytes_per_step  bytes every step reads (the weights it touches)
+kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
+flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
+attention_flops,        when switched on, ``4 × d_model × n_layers`` FLOPs per token per
+d_model, n_layers       context token (decode: its context; a chunk: its context so far)
+achievable_flops        compute of a step that carries decodes (its chunks included, as the
+                        sheet's decode_compute_time has them)
+achievable_prefill_     compute of a prefill-only step (the sheet's prefill_time)
+flops
+achievable_bandwidth    bandwidth the step reaches (peak × bandwidth_efficiency)
+kernel_roofline,        when on, a decode step is the sum of its kernels' rooflines: GEMMs
+system_bandwidth,       max(weights ÷ bandwidth, tokens' FLOPs ÷ compute), then attention
+attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_efficiency), its
+efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
+pp, pp_microbatches     ``(m + pp − 1) × roofline``; KV bytes split over ``m``
+step_overhead           added to every step
+seq_step_overhead       added per decoding sequence to every step
+tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
+tp_comm_latency_time,   (the sheet's tp_comm_time_per_token, scaled to the step's decodes)
+tp_comm_bytes_time
+prefill_tp_comm_time    prefill-only steps add it per prompt token (÷ isl)
+ttft_overhead           added to each request's first token (not to the GPU's time)
+======================  ============================================================
+
+so that a step of ``concurrency`` decodes at ``avg_context`` carrying ``step_prefill_tokens``
+is the sheet's ``itl``, and a prompt alone its ``prefill_time + prefill_tp_comm_time``
+(``ttft`` less the in-batch wait the simulation plays out itself): every what-if
+that moves those cells (FP8, TP4, a calibration overlay, a pinned efficiency) moves the
+simulation with them. :meth:`StepModel.check` says how far the model is from those two cells
+(it is not when someone pins ``decode_step_time`` itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Per-step coefficients, in B, FLOP, s and tokens."""
+
+    weight_bytes: float
+    kv_bytes_per_token: float
+    flops_per_token: float
+    attention_flops: float  # FLOPs per token per context token (0 when switched off)
+    flops: float  # achievable FLOP/s of a step with decodes
+    prefill_flops: float  # achievable FLOP/s of a prefill-only step
+    bandwidth: float  # achievable B/s
+    attention_bandwidth: float  # B/s of attention's KV reads (kernel_roofline)
+    kernel: bool
+    pp: float
+    microbatches: float
+    overhead: float
+    seq_overhead: float  # per decoding sequence per step
+    comm_latency: float  # per decode step (exposed share)
+    comm_per_decode: float  # per decode sequence (exposed share)
+    prefill_comm_per_token: float
+    ttft_overhead: float
+
+    @classmethod
+    def from_sheet(cls, sheet: Sheet) -> StepModel:
+        m = sheet.magnitude
+        if m("spec_k") > 0:
+            raise InputError(f"simulate does not model speculative decoding yet "
+                             f"(spec_k = {m('spec_k'):g}); set spec_k=0", name="spec_k")
+        exposed = m("tp_comm_exposed")
+        return cls(
+            weight_bytes=m("weights_bytes_per_step", "B"),
+            kv_bytes_per_token=m("kv_bytes_per_token", "B/token"),
+            flops_per_token=m("flops_per_token", "FLOP/token"),
+            attention_flops=4 * m("d_model") * m("n_layers") if m("attention_flops") else 0.0,
+            flops=m("achievable_flops", "FLOP/s"),
+            prefill_flops=m("achievable_prefill_flops", "FLOP/s"),
+            bandwidth=m("achievable_bandwidth", "B/s"),
+            attention_bandwidth=m("system_bandwidth", "B/s")
+            * m("attention_bandwidth_efficiency"),
+            kernel=bool(m("kernel_roofline")),
+            pp=m("pp"), microbatches=m("pp_microbatches"),
+            overhead=m("step_overhead", "s"), seq_overhead=m("seq_step_overhead", "s"),
+            comm_latency=exposed * m("tp_comm_latency_time", "s"),
+            comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
+            prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
+            ttft_overhead=m("ttft_overhead", "s"))
+
+    def time(self, decodes: float, prefill: float, kv_tokens: float,
+             decode_attention: float = 0.0, prefill_attention: float = 0.0) -> float:
+        """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens, ``kv_tokens`` read;
+        ``decode_attention`` is Σ context over the decodes and ``prefill_attention``
+        Σ tokens × context over the chunks (for attention's FLOPs, when switched on)."""
+        if not decodes:
+            return self._prefill_step(prefill, kv_tokens, prefill_attention)
+        mb, pp, f = self.microbatches, self.pp, self.flops
+        att_flops = (decode_attention + prefill_attention) * self.attention_flops
+        if self.kernel:
+            linear = max(self.weight_bytes / (pp * self.bandwidth),
+                         (decodes + prefill) * self.flops_per_token / (mb * pp * f))
+            attention = max(kv_tokens * self.kv_bytes_per_token
+                            / (mb * pp * self.attention_bandwidth),
+                            decode_attention * self.attention_flops / (mb * pp * f)) \
+                + prefill_attention * self.attention_flops / (mb * pp * f)
+            roofline = linear + attention
+        else:
+            memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+                pp * self.bandwidth)
+            compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
+            roofline = max(memory, compute)
+        return ((mb + pp - 1) * roofline + self.overhead + decodes * self.seq_overhead
+                + self.comm_latency + self.comm_per_decode * decodes)
+
+    def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
+        mb, pp = self.microbatches, self.pp
+        memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+            pp * self.bandwidth)
+        compute = (prefill * self.flops_per_token + attention * self.attention_flops) / (
+            mb * pp * self.prefill_flops)
+        return ((mb + pp - 1) * max(memory, compute) + self.overhead
+                + prefill * self.prefill_comm_per_token)
+
+    def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
+        """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
+        KV read grows by ``decodes`` tokens (the closed form of a run between events)."""
+        mb, pp, f = self.microbatches, self.pp, self.flops
+        kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
+        if self.kernel:
+            linear = max(self.weight_bytes / (pp * self.bandwidth),
+                         decodes * self.flops_per_token / (mb * pp * f))
+            roofline = linear + np.maximum(
+                kv * (self.kv_bytes_per_token / (mb * pp * self.attention_bandwidth)),
+                kv * (self.attention_flops / (mb * pp * f)))
+        else:
+            memory = (self.weight_bytes + kv * (self.kv_bytes_per_token / mb)) / (
+                pp * self.bandwidth)
+            compute = (decodes * self.flops_per_token + kv * self.attention_flops) / (
+                mb * pp * f)
+            roofline = np.maximum(memory, compute)
+        fixed = (self.overhead + decodes * self.seq_overhead + self.comm_latency
+                 + self.comm_per_decode * decodes)
+        return (mb + pp - 1) * roofline + fixed
+
+    def check(self, sheet: Sheet) -> list[str]:
+        """Where the model disagrees with the sheet's own itl / prefill (by > 0.5%)."""
+        m = sheet.magnitude
+        b, isl = m("concurrency"), m("isl", "token")
+        ctx, chunk = b * m("avg_context", "token"), m("step_prefill_tokens", "token")
+        pairs = [("itl", self.time(b, chunk, ctx + chunk, ctx, chunk * isl), m("itl", "s")),
+                 ("prefill_time + prefill_tp_comm_time",
+                  self.time(0, isl, isl, 0, isl * isl),
+                  m("prefill_time", "s") + m("prefill_tp_comm_time", "s"))]
+        return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
+                f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
+                for name, got, want in pairs if abs(got / want - 1) > 0.005]

@@ -1,0 +1,49 @@
+"""What every step did: its end, duration, decodes, prefill tokens, tokens out, KV in use.
+
+Kept as arrays of a few numbers per step (runs of decode steps arrive as whole arrays), for
+ITL percentiles (each decode token's gap is its step's duration), the time series and the
+trace. Gaps that are not one step (a preempted request's next token) are kept apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FIELDS = ("end", "dur", "decodes", "prefill", "tokens", "kv")
+
+
+class StepLog:
+    def __init__(self) -> None:
+        self._chunks: list[tuple[np.ndarray, ...]] = []
+        self._rows: list[tuple[float, float, int, int, int, float]] = []
+        self.gaps: list[float] = []
+        self.last_decode = 0.0
+
+    def step(self, end: float, dur: float, decodes: int, prefill: int, tokens: int,
+             kv: float) -> None:
+        self._rows.append((end, dur, decodes, prefill, tokens, kv))
+
+    def run(self, ends: np.ndarray, durs: np.ndarray, decodes: int, kv: float,
+            kv_step: float) -> None:
+        """A run of decode steps: KV use starts at ``kv`` and grows ``kv_step`` a step."""
+        self._flush()
+        k = len(ends)
+        full = np.full(k, float(decodes))
+        kv = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
+        self._chunks.append((ends, durs, full, np.zeros(k), full, kv))
+        self.last_decode = float(ends[-1])
+
+    def gap(self, seconds: float) -> None:
+        self.gaps.append(seconds)
+
+    def _flush(self) -> None:
+        if self._rows:
+            a = np.asarray(self._rows, dtype=np.float64)
+            self._chunks.append(tuple(a[:, j] for j in range(a.shape[1])))
+            self._rows = []
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        self._flush()
+        if not self._chunks:
+            return {f: np.zeros(0) for f in FIELDS}
+        return {f: np.concatenate([c[j] for c in self._chunks]) for j, f in enumerate(FIELDS)}

@@ -1,0 +1,138 @@
+"""The run in numbers: latency percentiles, throughputs, goodput, overload, time series.
+
+Requests before ``warmup`` are left out. Rates are over the window from the first measured
+arrival to the last arrival (the steady part: no ramp, no drain; the whole run when every
+request arrives at once). ITL is every decode token's gap: its step's duration, weighted by
+the step's decodes, plus the longer gaps of preempted requests. TPOT is a request's
+(end − first token) ÷ (osl − 1), as vLLM's benchmark reports it. Goodput counts the measured
+requests that end in the window with TTFT ≤ ``ttft_slo`` and TPOT ≤ ``itl_slo``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.whatif.simulate import Run
+
+STATS = ("mean", "p50", "p90", "p99", "p99.9")
+SERIES_POINTS = 60
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: list[float],
+                       ) -> list[float]:
+    if values.size == 0 or weights.sum() <= 0:
+        return [math.nan] * len(qs)
+    order = np.argsort(values, kind="stable")
+    v, cw = values[order], np.cumsum(weights[order])
+    return [float(v[min(np.searchsorted(cw, q * cw[-1]), v.size - 1)]) for q in qs]
+
+
+def stats(values: np.ndarray, weights: np.ndarray | None, scale: float, n: int,
+          ) -> dict[str, float | None]:
+    keys = [k for k in STATS if k != "p99.9" or n >= 10_000]
+    w = np.ones_like(values) if weights is None else weights
+    ok = np.isfinite(values)
+    values, w = values[ok], w[ok]
+    if values.size == 0:
+        return dict.fromkeys(keys)
+    qs = [float(k[1:]) / 100 for k in keys[1:]]
+    out = {"mean": float(np.average(values, weights=w)) * scale}
+    for k, q in zip(keys[1:], weighted_quantiles(values, w, qs), strict=True):
+        out[k] = q * scale
+    return out
+
+
+def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
+    e, t = run.engine, run.engine.reqs.table()
+    steps = e.log.arrays()
+    w = run.warmup
+    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= w)
+    t0, t1 = _window(t, w, steps)
+    span = t1 - t0
+    in_window = ended & (t["end"] > t0) & (t["end"] <= t1)
+    slo_ttft, slo_itl = sheet.magnitude("ttft_slo", "s"), sheet.magnitude("itl_slo", "s")
+    good = in_window & (t["ttft"] <= slo_ttft) & (t["tpot"] <= slo_itl) | (
+        in_window & (t["osl"] <= 1) & (t["ttft"] <= slo_ttft))
+    sel = (steps["end"] > t0) & (steps["end"] <= t1)
+    out_tokens = float(steps["tokens"][sel].sum())
+    measured = ended.sum()
+    ratio = float((t["isl"][ended] + t["osl"][ended]).sum() / max(t["osl"][ended].sum(), 1))
+    overload = _overload(run, t, t0, t1, in_window)
+    after = steps["end"] > t0
+    itl_v = np.concatenate([steps["dur"][after], np.asarray(e.log.gaps)])
+    itl_w = np.concatenate([steps["decodes"][after], np.ones(len(e.log.gaps))])
+    n = int(measured)
+    latency = {
+        "ttft": ("ms", stats(t["ttft"][ended], None, 1e3, n)),
+        "tpot": ("ms", stats(t["tpot"][ended], None, 1e3, n)),
+        "itl": ("ms", stats(itl_v, itl_w, 1e3, n)),
+        "e2e": ("s", stats(t["e2e"][ended], None, 1.0, n)),
+    }
+    if overload:
+        for k in ("ttft", "e2e"):
+            latency[k] = (latency[k][0], dict.fromkeys(latency[k][1]))
+    dur = steps["dur"][sel]
+    return {
+        "partial": not run.complete, "requests": len(t["end"]), "measured": n,
+        "warmup": w, "simulated_s": float(e.now), "steps": int(steps["end"].size),
+        "window_s": span, "latency": latency,
+        "output_throughput": out_tokens / span if span > 0 else math.nan,
+        "total_throughput": out_tokens / span * ratio if span > 0 else math.nan,
+        "request_throughput": float(in_window.sum() / span) if span > 0 else math.nan,
+        "goodput": float(good.sum() / span) if span > 0 else math.nan,
+        "goodput_share": float(good.sum() / max(in_window.sum(), 1)),
+        "slo": {"ttft": slo_ttft * 1e3, "itl": slo_itl * 1e3},
+        "preemptions": int(e.preemptions), "dropped": int(sum(e.reqs.dropped)),
+        "batch": _mean_max(steps["decodes"][sel], dur),
+        "kv_use": _mean_max(steps["kv"][sel], dur),
+        "series": _series(steps), "overload": overload,
+    }
+
+
+def _window(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
+            ) -> tuple[float, float]:
+    arrivals = t["arrival"]
+    t0 = float(arrivals[w]) if len(arrivals) > w else 0.0
+    t1 = float(np.nanmax(arrivals))
+    if not t1 > t0 or not math.isfinite(t1):  # all at once: the whole run
+        last = float(steps["end"][-1]) if steps["end"].size else 0.0
+        return t0 - 1e-12, last
+    return t0, t1
+
+
+def _overload(run: Run, t: dict[str, np.ndarray], t0: float, t1: float,
+              in_window: np.ndarray) -> dict[str, float] | None:
+    """Open loop only: did the queue grow through the window (arrivals outpacing service)?"""
+    if run.rate is None or not math.isfinite(run.rate) or not t1 > t0:
+        return None
+    arrived = (t["arrival"] > t0) & (t["arrival"] <= t1)
+    in_system_end = int((t["arrival"] <= t1).sum() - (t["end"] <= t1).sum())
+    in_system_start = int((t["arrival"] <= t0).sum() - (t["end"] <= t0).sum())
+    growth = in_system_end - in_system_start
+    sustained = float(in_window.sum() / (t1 - t0))
+    offered = float(arrived.sum() / (t1 - t0))
+    if growth > max(0.1 * arrived.sum(), 2 * run.engine.policy.max_seqs) \
+            and sustained < 0.95 * offered:
+        return {"offered": offered, "sustained": sustained, "queue_growth": growth}
+    return None
+
+
+def _mean_max(values: np.ndarray, dur: np.ndarray) -> dict[str, float]:
+    if values.size == 0 or dur.sum() <= 0:
+        return {"mean": math.nan, "max": math.nan}
+    return {"mean": float(np.average(values, weights=dur)), "max": float(values.max())}
+
+
+def _series(steps: dict[str, np.ndarray]) -> list[dict[str, float]]:
+    """Decodes a step and KV in use at SERIES_POINTS evenly spaced times."""
+    ends = steps["end"]
+    if ends.size == 0:
+        return []
+    times = np.linspace(0, ends[-1], SERIES_POINTS + 1)[1:]
+    idx = np.minimum(np.searchsorted(ends, times), ends.size - 1)
+    return [{"t": float(a), "batch": float(b), "kv_use": float(c)}
+            for a, b, c in zip(times, steps["decodes"][idx], steps["kv"][idx], strict=True)]
