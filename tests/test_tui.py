@@ -174,7 +174,7 @@ def test_explain_follows_precedents_and_dependents() -> None:
     async def script(pilot: Pilot) -> None:
         panel = app.query_one(ExplainPanel)
         assert panel.name_shown == "itl"
-        assert panel.explanation.substituted == "(12.93 ms + 0 × 986.4 µs) ÷ 1"
+        assert panel.explanation.substituted == "(12.93 ms + 0 × (986.4 µs + 0 ms)) ÷ 1"
         reads = panel.query_one("#precedents", OptionList)
         assert reads.get_option_at_index(0).id == "decode_step_time"
         reads.focus()
@@ -503,10 +503,11 @@ def fixture_load(monkeypatch) -> Callable[..., Scenario]:
     for module in (catalog, choices, save):
         monkeypatch.setattr(module, "catalog_dir", lambda kind: TUI_DATA / folders[kind])
     monkeypatch.setattr(loading, "PRECISIONS_FILE", TUI_DATA / "precisions.toml")
-    for cached in (loading._sheet_declarations, loading.precisions):
+    monkeypatch.setattr(loading, "ENGINES_DIR", TUI_DATA / "engines")
+    for cached in (loading._sheet_declarations, loading.precisions, loading._engine_doc):
         cached.cache_clear()
     yield load
-    for cached in (loading._sheet_declarations, loading.precisions):
+    for cached in (loading._sheet_declarations, loading.precisions, loading._engine_doc):
         cached.cache_clear()
 
 

@@ -334,6 +334,8 @@ def _apply_group_precisions(decls: dict[str, Declaration], model: Entry) -> None
 
 def _check_ep(decls: dict[str, Declaration]) -> None:
     """EP shards whole experts: ep must divide the routed expert count."""
+    if "ep" not in decls or "n_routed_experts" not in decls:  # sheets without EP
+        return
     ep, experts = decls["ep"], decls["n_routed_experts"]
     if ep.value is None or experts.value is None or experts.value == 0:
         return
