@@ -89,4 +89,7 @@ def test_the_runs_engine_wins():
     assert atom.engine is None and any("'atom' has no engine file" in n for n in atom.notes)
     assert atom.isl_source == "expected" and atom.isl == pytest.approx(921.6)
     dpa = setup_run(runs[21], base)
-    assert any("ep 8, dp_attention True" in n and "not modelled" in n for n in dpa.notes)
+    # EP, DP attention and the pools are cells now: passed on, not noted as unmodelled
+    assert ("ep", "8") in dpa.deployment and ("dp_attention", "true") in dpa.deployment
+    assert ("disaggregated", "true") in dpa.deployment
+    assert not any("not modelled" in n for n in dpa.notes)

@@ -199,18 +199,21 @@ def test_chunks_join_up_exactly(default_sheet):
     assert pl.concat(pieces).equals(whole)
 
 
+OWN = str(Path(__file__).parent / "data" / "good" / "model-own-cells.toml")
+
+
 def test_a_model_that_declares_its_own_cells_gets_a_column(tmp_path):
     path = tmp_path / "models.parquet"
-    sweep.write(sweep.plan(ScenarioSpec(), ["model=llama-3.1-70b,deepseek-v3"]), path,
-                only=["kv_lora_rank", "kv_bytes_per_token"])
+    sweep.write(sweep.plan(ScenarioSpec(), [f"model=llama-3.1-70b,{OWN}"]), path,
+                only=["vision_tokens", "kv_bytes_per_token"])
     frame = pl.read_parquet(path)
-    assert frame["model"].to_list() == ["llama-3.1-70b", "deepseek-v3"]
-    assert math.isnan(frame["kv_lora_rank"][0]) and frame["kv_lora_rank"][1] == 512
-    # MLA: 61 layers x (512 + 64) x 1 B (FP8) = 35,136 B/token, vs 163,840 for Llama 70B;
-    # DeepSeek-V3 declares the cell in B/token, the column stays in the scenario's kB/token
-    assert frame["kv_bytes_per_token"].to_list() == pytest.approx([163.84, 35.136])
+    assert frame["model"].to_list() == ["llama-3.1-70b", OWN]
+    assert math.isnan(frame["vision_tokens"][0]) and frame["vision_tokens"][1] == 576
+    # 2 x 80 layers x 8 KV heads x 128 x 1 B (FP8) = 163,840 B/token for both; the fixture
+    # declares the cell in B/token, the column stays in the scenario's kB/token
+    assert frame["kv_bytes_per_token"].to_list() == pytest.approx([163.84, 163.84])
     assert json.loads(pl.read_parquet_metadata(path)[export.UNITS_KEY]) == {
-        "kv_lora_rank": "", "kv_bytes_per_token": "kB/token"}
+        "vision_tokens": "token", "kv_bytes_per_token": "kB/token"}
 
 
 def test_an_axis_is_read_in_the_column_unit_whatever_a_model_declares(tmp_path):
@@ -282,13 +285,12 @@ def test_a_combination_that_cannot_load_is_found_before_any_row(capsys):
     assert "has no dense fp4 figure" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("models", [["deepseek-v3", "llama-3.1-70b"],
-                                    ["llama-3.1-70b", "deepseek-v3"]])
+@pytest.mark.parametrize("models", [[OWN, "llama-3.1-70b"], ["llama-3.1-70b", OWN]])
 def test_a_combination_without_a_cell_axis_is_named(models):
     with pytest.raises(InputError) as caught:
-        sweep.plan(ScenarioSpec(model="deepseek-v3"),
-                   ["kv_lora_rank=256,512", f"model={','.join(models)}"])
-    assert "the sweep's combination model=llama-3.1-70b has no cell named 'kv_lora_rank'" \
+        sweep.plan(ScenarioSpec(model=OWN),
+                   ["vision_tokens=256,512", f"model={','.join(models)}"])
+    assert "the sweep's combination model=llama-3.1-70b has no cell named 'vision_tokens'" \
         in str(caught.value)
 
 

@@ -38,8 +38,11 @@ IN_FLIGHT_BELOW = 0.95
 MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
 #: The deployment a run record may carry, each set as the cell of its name where the sheet has it
 #: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
-DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "prefill_gpus", "decode_gpus", "prefill_tp",
-                    "decode_tp")
+DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "disaggregated", "prefill_gpus",
+                    "decode_gpus", "prefill_tp", "decode_tp")
+#: Run fields the sheet spells otherwise: its tp and ep are the decode workers' (the
+#: disaggregation sheet sizes the prefill pool with prefill_tp).
+_CELL_FOR = {"decode_tp": "tp"}
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -246,8 +249,14 @@ def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tup
     are named once, as carried but not modelled."""
     sets, unused = [], []
     for field in DEPLOYMENT_CELLS:
-        value, cell = getattr(run, field), field
+        value, cell = getattr(run, field), _CELL_FOR.get(field, field)
         if value is None or (field == "pp" and value == 1 and cell not in base.cells):
+            continue
+        if cell == "tp":  # already the run's TP (the decode workers'); a differing one is said
+            if value != run.tp:
+                unused.append(f"{field} {value} (the model runs TP {run.tp})")
+            continue
+        if field == "disaggregated" and not value:
             continue
         if cell in base.cells:
             sets.append((cell, str(value).lower() if isinstance(value, bool) else str(value)))

@@ -154,7 +154,7 @@ class Engine:
         for i, c in chunks:  # a chunk reads its context so far and writes itself
             p += c
             kv += done[i] + c
-            att += c * (done[i] + c)
+            att += c * done[i] + c * c / 2  # causal: each token attends to those before it
         dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att)
         self.now += dt
         firsts = self._apply(chunks)

@@ -11,8 +11,10 @@ sheet cell              role in the step time
 weights_bytes_per_step  bytes every step reads (the weights it touches)
 kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
-attention_flops,        when switched on, ``4 × d_model × n_layers`` FLOPs per token per
-d_model, n_layers       context token (decode: its context; a chunk: its context so far)
+decode_attention_       when switched on: ÷ avg_context, the FLOPs per decoded token per
+flops_per_token         context token (all layers, their kinds and widths as the sheet has them)
+prefill_attention_      when switched on: ÷ (isl² / 2), the FLOPs per causal token pair of a
+flops                   chunk (a chunk of t tokens after c attends t × c + t² / 2 pairs)
 achievable_flops        compute of a step that carries decodes (its chunks included, as the
                         sheet's decode_compute_time has them)
 achievable_prefill_     compute of a prefill-only step (the sheet's prefill_time)
@@ -57,7 +59,8 @@ class StepModel:
     weight_bytes: float
     kv_bytes_per_token: float
     flops_per_token: float
-    attention_flops: float  # FLOPs per token per context token (0 when switched off)
+    attention_flops: float  # decode: FLOPs per token per context token (0 when off)
+    prefill_attention_flops: float  # prefill: FLOPs per causal token pair (0 when off)
     flops: float  # achievable FLOP/s of a step with decodes
     prefill_flops: float  # achievable FLOP/s of a prefill-only step
     bandwidth: float  # achievable B/s
@@ -83,7 +86,10 @@ class StepModel:
             weight_bytes=m("weights_bytes_per_step", "B"),
             kv_bytes_per_token=m("kv_bytes_per_token", "B/token"),
             flops_per_token=m("flops_per_token", "FLOP/token"),
-            attention_flops=4 * m("d_model") * m("n_layers") if m("attention_flops") else 0.0,
+            attention_flops=m("decode_attention_flops_per_token", "FLOP/token")
+            / m("avg_context", "token") if m("attention_flops") else 0.0,
+            prefill_attention_flops=m("prefill_attention_flops", "FLOP")
+            / (m("isl", "token") ** 2 / 2) if m("attention_flops") else 0.0,
             flops=m("achievable_flops", "FLOP/s"),
             prefill_flops=m("achievable_prefill_flops", "FLOP/s"),
             bandwidth=m("achievable_bandwidth", "B/s"),
@@ -105,14 +111,15 @@ class StepModel:
         if not decodes:
             return self._prefill_step(prefill, kv_tokens, prefill_attention)
         mb, pp, f = self.microbatches, self.pp, self.flops
-        att_flops = (decode_attention + prefill_attention) * self.attention_flops
+        att_flops = decode_attention * self.attention_flops \
+            + prefill_attention * self.prefill_attention_flops
         if self.kernel:
             linear = max(self.weight_bytes / (pp * self.bandwidth),
                          (decodes + prefill) * self.flops_per_token / (mb * pp * f))
             attention = max(kv_tokens * self.kv_bytes_per_token
                             / (mb * pp * self.attention_bandwidth),
                             decode_attention * self.attention_flops / (mb * pp * f)) \
-                + prefill_attention * self.attention_flops / (mb * pp * f)
+                + prefill_attention * self.prefill_attention_flops / (mb * pp * f)
             roofline = linear + attention
         else:
             memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
@@ -126,7 +133,7 @@ class StepModel:
         mb, pp = self.microbatches, self.pp
         memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
             pp * self.bandwidth)
-        compute = (prefill * self.flops_per_token + attention * self.attention_flops) / (
+        compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
         return ((mb + pp - 1) * max(memory, compute) + self.overhead
                 + prefill * self.prefill_comm_per_token)
@@ -157,9 +164,11 @@ class StepModel:
         m = sheet.magnitude
         b, isl = m("concurrency"), m("isl", "token")
         ctx, chunk = b * m("avg_context", "token"), m("step_prefill_tokens", "token")
-        pairs = [("itl", self.time(b, chunk, ctx + chunk, ctx, chunk * isl), m("itl", "s")),
+        # causal pairs: a whole prompt isl² / 2; the steady chunk's tokens isl / 2 each
+        pairs = [("itl", self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2),
+                  m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
-                  self.time(0, isl, isl, 0, isl * isl),
+                  self.time(0, isl, isl, 0, isl * isl / 2),
                   m("prefill_time", "s") + m("prefill_tp_comm_time", "s"))]
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
