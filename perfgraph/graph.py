@@ -268,23 +268,25 @@ class Sheet:
 
     # ----------------------------------------------------------------- columns
     def evaluate_columns(self, columns: Mapping[str, np.ndarray], length: int,
-                         ) -> dict[str, np.ndarray]:
+                         only: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """Evaluate every cell over whole columns, each formula once.
 
         ``columns`` gives inputs (in their declared units) that vary by row; the result has
         every cell, in declared units, NaN where a row fails (as the cell would fail).
         Only the cells downstream of ``columns`` are evaluated; the others are constant
         columns of their current value (read-only views, ``strides == (0,)``, that cost no
-        memory).
+        memory). ``only`` limits the result to those cells, and the work to what they read.
         """
         env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
                                for n, v in self._values.items()}
+        wanted = None if only is None else [self._decl(n).name for n in only]
         with np.errstate(all="ignore"):
-            for name in self._varying(columns):
+            for name in self._varying(columns, wanted):
                 env[name] = self._column(name, columns, env)
         out: dict[str, np.ndarray] = {}
         seen: set[int] = set()
-        for name, decl in self._decls.items():
+        for name in self._decls if wanted is None else wanted:
+            decl = self._decls[name]
             v, factor = env[name], decl.parsed_unit.factor
             if not isinstance(v, np.ndarray):
                 out[name] = np.broadcast_to(np.float64(v / factor), (length,))
@@ -295,11 +297,18 @@ class Sheet:
             seen.add(id(out[name]))
         return out
 
-    def _varying(self, columns: Mapping[str, np.ndarray]) -> list[str]:
-        """The cells that ``columns`` reach (themselves included), in topological order."""
+    def _varying(self, columns: Mapping[str, np.ndarray], wanted: list[str] | None = None,
+                 ) -> list[str]:
+        """The cells that ``columns`` reach (themselves included), in topological order;
+        with ``wanted``, only those that some wanted cell reads (or is)."""
         reach = {self._decl(n).name for n in columns}
         for n in list(reach):
             reach |= nx.descendants(self._graph, n)
+        if wanted is not None:
+            needed = set(wanted)
+            for n in wanted:
+                needed |= nx.ancestors(self._graph, n)
+            reach &= needed
         return [n for n in self._order if n in reach]
 
     def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
