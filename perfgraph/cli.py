@@ -35,6 +35,7 @@ COMMANDS = {
     "calibrate": "perfgraph.commands.calibrate",
     "sweep": "perfgraph.commands.sweep",
     "diff": "perfgraph.commands.diff",
+    "plan": "perfgraph.commands.plan",
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.
