@@ -126,10 +126,10 @@ def _quantity(sheet: Sheet, cell: str, raw: str, what: str) -> float:
     decl = sheet.declaration(cell)
     try:
         value = interpret(decl, raw).value
-        if value is None or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{what}: must be above 0", name=cell)
     except PerfgraphError as exc:
         raise InputError(f"{what}: {exc.message}", name=cell) from None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what}: must be above 0", name=cell)
     return value
 
 
