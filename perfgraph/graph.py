@@ -84,6 +84,7 @@ class Sheet:
             raise exc.located(file=origin.file or None, line=origin.line, name=name) from None
         self._graph.remove_edges_from(list(self._graph.in_edges(name)))
         self._graph.add_edges_from((src, name) for src in self._reads[name])
+        self.__dict__.pop("_varying_cache", None)  # the edges changed
 
     def _check_acyclic(self) -> None:
         try:
@@ -185,6 +186,7 @@ class Sheet:
         if decl.name not in self._decls:
             self._decls[decl.name] = decl
             self._graph.add_node(decl.name)
+            self.__dict__.pop("_varying_cache", None)
         self._restructure(decl)
         self._loaded[decl.name] = decl
         self.recompute()
@@ -300,7 +302,16 @@ class Sheet:
     def _varying(self, columns: Mapping[str, np.ndarray], wanted: list[str] | None = None,
                  ) -> list[str]:
         """The cells that ``columns`` reach (themselves included), in topological order;
-        with ``wanted``, only those that some wanted cell reads (or is)."""
+        with ``wanted``, only those that some wanted cell reads (or is). Cached until the
+        graph's edges change (a chunked search asks the same question for every chunk)."""
+        cache: dict[tuple[Any, ...], list[str]] = self.__dict__.setdefault("_varying_cache", {})
+        key = (frozenset(columns), None if wanted is None else tuple(wanted))
+        if key not in cache:
+            cache[key] = self._reach(columns, wanted)
+        return cache[key]
+
+    def _reach(self, columns: Mapping[str, np.ndarray], wanted: list[str] | None,
+               ) -> list[str]:
         reach = {self._decl(n).name for n in columns}
         for n in list(reach):
             reach |= nx.descendants(self._graph, n)

@@ -34,7 +34,7 @@ from perfgraph.graph import Sheet
 from perfgraph.scenario import Scenario, ScenarioSpec, load, precisions
 from perfgraph.units import unit
 from perfgraph.whatif import grid
-from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns
+from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000

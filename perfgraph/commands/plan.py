@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from perfgraph.commands.options import add_scenario_options, spec_from_args
 from perfgraph.errors import InputError
-from perfgraph.scenario import Scenario, ScenarioSpec, load
+from perfgraph.scenario import ScenarioSpec, load
 from perfgraph.whatif import launch, plan, plan_report
 
 EPILOG = """\
@@ -104,6 +104,3 @@ def _write(result: plan.Result, path: str) -> None:
     frame = pl.DataFrame(choices).with_columns(
         *[pl.Series(n, result.values[n]) for n in result.values])
     write_atomic(path, lambda tmp: frame.write_parquet(tmp))
-
-
-__all__ = ["Scenario", "register", "run"]

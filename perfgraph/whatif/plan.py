@@ -20,13 +20,15 @@ import numpy as np
 from perfgraph import sweep
 from perfgraph.assign import interpret
 from perfgraph.catalog import catalog_names, load_entry
-from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
+from perfgraph.errors import InputError, PerfgraphError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.graph import Sheet
 from perfgraph.scenario import Scenario, ScenarioSpec, load, precisions
 from perfgraph.tomlfile import read
 from perfgraph.whatif import grid
 
+#: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
+CHUNK_ROWS = 131_072
 PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
 SLO_CELLS = {"ttft": "ttft_slo", "itl": "itl_slo", "e2e": "e2e_slo"}
 SERVED = {"ttft": "ttft_served", "itl": "itl_worst", "e2e": "e2e_served"}
@@ -261,7 +263,7 @@ def _search(result: Result, scenario: Scenario) -> None:
     only = (*VALUES, *MASKS, *SERVED.values(), "concurrency")
     rows, kept, objective, violation = [], [], [], []
     best = dict.fromkeys(SERVED, math.inf)
-    for start, stop, cols in grid.chunks(scenario.sheet, result.axes, only):
+    for start, _stop, cols in grid.chunks(scenario.sheet, result.axes, only, CHUNK_ROWS):
         feasible = cols["plan_feasible"] == 1
         idx = np.flatnonzero(feasible)
         rows.append(idx + start)
