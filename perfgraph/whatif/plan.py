@@ -70,6 +70,7 @@ class Result:
     objective_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     violation_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     best_reached: dict[str, float] = field(default_factory=dict)
+    sheet: Sheet | None = None
 
     @property
     def feasible(self) -> int:
@@ -251,7 +252,7 @@ def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
     axes = space(spec, scenario.sheet, search, prices(prices_file))
     sheet = scenario.sheet
     units = {n: sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
-    result = Result(q, asked, axes, units)
+    result = Result(q, asked, axes, units, sheet=sheet)
     _search(result, scenario)
     return result
 
@@ -281,6 +282,19 @@ def _search(result: Result, scenario: Scenario) -> None:
     result.objective_all = np.concatenate(objective)
     result.violation_all = np.concatenate(violation)
     result.best_reached = best
+
+
+def constraint_ratios(result: Result, row: int) -> dict[str, float]:
+    """Each constraint at a searched row, as used ÷ allowed (above 1: missed): the SLOs
+    asked, and the batch over what KV holds; ``fits`` 0 where the model does not fit."""
+    assert result.sheet is not None
+    cols = result.sheet.evaluate_columns(grid.grid_columns(result.axes, row, row + 1), 1,
+                                         (*SERVED.values(), "concurrency", "max_concurrency",
+                                          "model_fits"))
+    out = {n: float(cols[SERVED[n]][0]) / v for n, v in result.question.slos.items()}
+    out["kv"] = float(cols["concurrency"][0] / cols["max_concurrency"][0])
+    out["fits"] = float(cols["model_fits"][0])
+    return out
 
 
 def _violation(cols: Mapping[str, np.ndarray], limits: Mapping[str, float]) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from perfgraph.display import number
-from perfgraph.whatif.plan import OBJECTIVES, SERVED, SLO_CELLS, Result, ranked
+from perfgraph.whatif.plan import OBJECTIVES, SLO_CELLS, Result, constraint_ratios, ranked
 
 FAMILY = ("hardware", "precision", "tp", "pp", "disaggregated")
 
@@ -71,33 +71,38 @@ def _slo_unit(result: Result, name: str) -> str:
     return {"ttft": "ms", "itl": "ms", "e2e": "s"}[name]
 
 
+NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E", "kv": "KV memory (batch ÷ what KV holds)"}
+BETTER = {"gpus": "fewer GPUs", "cost": "a lower $/Mtok", "energy": "fewer J/token",
+          "throughput_per_gpu": "more tok/s per GPU"}
+
+
 def reasons(result: Result, i: int) -> list[str]:
-    """Which constraint binds the winner, and what the nearest better candidate missed by."""
+    """What sets the winner: the replicas the rate needs, each constraint's headroom, and
+    what the nearest candidate with a better objective missed by."""
     q, v = result.question, result.values
-    limits = {"ttft": q.slos.get("ttft"), "itl": q.slos.get("itl"), "e2e": q.slos.get("e2e")}
-    used = {n: float(v[SERVED[n]][i]) / lim for n, lim in limits.items() if lim}
-    c = result.choices(int(result.rows[i]))["concurrency"]
-    used["kv"] = float(c) / float(v["max_concurrency"][i])
-    names = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E", "kv": "KV memory (batch ÷ what KV holds)"}
+    row = int(result.rows[i])
+    used = {k: x for k, x in constraint_ratios(result, row).items() if k != "fits"}
+    c = result.choices(row)
     tight = max(used, key=lambda k: used[k])
-    out = [f"tightest constraint: {names[tight]} at {number(100 * used[tight], 3)}% of its "
-           f"limit at batch {int(c)}"]
-    out += [f"{names[k]}: {number(100 * u, 3)}% of its limit" for k, u in used.items()
+    gpus, reps = int(v["deployment_gpus"][i]), int(v["deployment_replicas"][i])
+    out = [f"{q.rate_text} needs {reps} replica(s) of {int(v['n_gpus'][i])} GPU(s) "
+           f"(tp={_fmt(c['tp'])}, pp={_fmt(c['pp'])}): {gpus} GPUs in all",
+           f"tightest constraint: {NAMES[tight]} at {number(100 * used[tight], 3)}% of its "
+           f"limit at batch {_fmt(c['concurrency'])}"]
+    out += [f"{NAMES[k]}: {number(100 * u, 3)}% of its limit" for k, u in used.items()
             if k != tight]
     mine = float(ranked(v[OBJECTIVES[q.objective][0]][i:i + 1], q.objective)[0])
     better = np.flatnonzero(result.objective_all < np.float32(mine) - 1e-6 * abs(mine))
-    if better.size:
-        j = int(better[np.argmin(result.violation_all[better])])
-        miss = float(result.violation_all[j])
-        ch = result.choices(j)
-        text = ", ".join(f"{k}={_fmt(x)}" for k, x in ch.items())
-        out.append(f"nearest candidate with a better {q.objective} ({text}) misses its "
-                   f"tightest limit by {number(100 * (miss - 1), 3)}%"
-                   if math.isfinite(miss) else
-                   f"every candidate with a better {q.objective} cannot hold the model")
-    else:
-        out.append(f"no searched candidate has a better {q.objective}")
-    return out
+    if not better.size:
+        return [*out, f"no searched candidate has {BETTER[q.objective]}"]
+    j = int(better[np.argmin(result.violation_all[better])])
+    text = ", ".join(f"{k}={_fmt(x)}" for k, x in result.choices(j).items())
+    ratios = constraint_ratios(result, j)
+    if not ratios.pop("fits"):
+        return [*out, f"no candidate with {BETTER[q.objective]} can hold the model"]
+    missed = "; ".join(f"{NAMES[k]} at {number(100 * r, 3)}% of its limit"
+                       for k, r in sorted(ratios.items(), key=lambda kv: -kv[1]) if r > 1)
+    return [*out, f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}"]
 
 
 def _fmt(x: object) -> str:
