@@ -102,3 +102,44 @@ def test_violation_is_inf_where_the_model_does_not_fit() -> None:
     cols |= {"concurrency": np.array([1.0]), "max_concurrency": np.array([2.0]),
              "model_fits": np.array([0.0])}
     assert math.isinf(plan._violation(cols, {"ttft": 1, "itl": 1, "e2e": 1})[0])
+
+
+def test_evaluate_columns_only_gives_what_the_full_evaluation_gives() -> None:
+    sheet = load(SPEC).sheet
+    cols = {"concurrency": np.array([1.0, 8.0, 64.0]), "tp": np.array([1.0, 2.0, 4.0])}
+    full = sheet.evaluate_columns(cols, 3)
+    some = sheet.evaluate_columns(cols, 3, ("itl", "deployment_gpus"))
+    assert set(some) == {"itl", "deployment_gpus"}
+    np.testing.assert_allclose(some["itl"], full["itl"])
+    sheet.set("itl", "5 ms")  # the cached reach must follow the new edges
+    np.testing.assert_allclose(sheet.evaluate_columns(cols, 3, ("itl",))["itl"], 5.0)
+
+
+def test_cli_json_parquet_and_launch(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    out = tmp_path / "plans.parquet"
+    args = ["plan", "--model", "llama-3.3-70b", "--slo", "ttft=1s", "--slo", "itl=20ms",
+            "--rate", "20 request/s", *[f"--search={s}" for s in SEARCH]]
+    assert main([*args, "--format", "json", "--out", str(out)]) == 0
+    ans = json.loads(capsys.readouterr().out)
+    assert ans["feasible"] == pl.read_parquet(out).height > 0
+    assert ans["question"]["request_rate"] == {"value": 20.0, "unit": "request/s"}
+    for engine, words in [("vllm", ["vllm serve meta-llama/Llama-3.3-70B-Instruct",
+                                    "--tensor-parallel-size", "--max-num-seqs"]),
+                          ("sglang", ["python -m sglang.launch_server --model-path",
+                                      "--tp ", "--mem-fraction-static"]),
+                          ("trtllm", ["trtllm-serve meta-llama/Llama-3.3-70B-Instruct",
+                                      "--tp_size", "--kv_cache_free_gpu_memory_fraction"])]:
+        assert main([*args, "--launch", engine]) == 0
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        tp = int(ans["best"]["choices"]["tp"])
+        batch = int(ans["best"]["choices"]["concurrency"])
+        assert all(w in last for w in words) and f" {tp} " in last and f" {batch} " in last
+
+
+def test_a_users_prices_file_sets_the_cost(tmp_path) -> None:
+    prices = tmp_path / "mine.toml"
+    prices.write_text('[prices.h200]\nusd_per_gpu_hour = 4.0\n')
+    assert plan.prices(str(prices))["h200"] == 4.0
+    assert plan.prices(str(prices))["h100-sxm"] == plan.prices()["h100-sxm"]
