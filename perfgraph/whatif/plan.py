@@ -234,7 +234,7 @@ def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
     pinned = [n for n, _ in spec.sets]
     block = hardware_block(sheet, hardware, precs, price, pinned)
     rest = [a for a in cells.values() if a.name not in pinned or a.name in search_names(search)]
-    axes = (block, *rest)
+    axes: tuple[grid.AnyAxis, ...] = (block, *rest)
     sweep.check_size(grid.size(axes))
     return axes
 
