@@ -143,3 +143,15 @@ def test_a_users_prices_file_sets_the_cost(tmp_path) -> None:
     prices.write_text('[prices.h200]\nusd_per_gpu_hour = 4.0\n')
     assert plan.prices(str(prices))["h200"] == 4.0
     assert plan.prices(str(prices))["h100-sxm"] == plan.prices()["h100-sxm"]
+
+
+def test_a_disaggregated_sglang_plan_is_one_command_per_pool() -> None:
+    from perfgraph.whatif import launch
+
+    scenario = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", precision="fp8",
+                                 sets=(("tp", "2"), ("concurrency", "51"))))
+    text = launch.command("sglang", scenario, {"prefill": 3, "decode": 2})
+    lines = text.splitlines()
+    assert lines[0] == "# 3 prefill replica(s):" and lines[2] == "# 2 decode replica(s):"
+    assert lines[1].endswith("--disaggregation-mode prefill") and "--tp 2" in lines[1]
+    assert lines[3].endswith("--disaggregation-mode decode")

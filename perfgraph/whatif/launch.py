@@ -42,6 +42,10 @@ def command(engine: str, scenario: Scenario, pools: dict[str, int]) -> str:
     for flag, key in spec["flags"]:
         words += [flag, values[key]]
     line = " ".join(shlex.quote(w) for w in words)
+    if "prefill" in pools and "disaggregation_flag" in spec:
+        flag = spec["disaggregation_flag"]
+        return "\n".join(f"# {pools[role]} {role} replica(s):\n{line} {flag} {role}"
+                         for role in ("prefill", "decode"))
     if "prefill" in pools:
         head = (f"# disaggregated {pools['prefill']}P{pools['decode']}D: run this on "
                 f"{pools['prefill']} prefill and {pools['decode']} decode replicas; wire the "
