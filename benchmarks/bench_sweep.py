@@ -20,10 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import hand_only
 import numpy as np
 import polars as pl
-
-import hand_only
 
 from perfgraph.engine.units import unit
 from perfgraph.output import parquet as export

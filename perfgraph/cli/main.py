@@ -37,6 +37,7 @@ COMMANDS = {
     "sweep": "perfgraph.cli.commands.sweep",
     "diff": "perfgraph.cli.commands.diff",
     "simulate": "perfgraph.cli.commands.simulate",
+    "plan": "perfgraph.cli.commands.plan",
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.

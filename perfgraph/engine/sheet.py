@@ -88,6 +88,7 @@ class Sheet:
             raise exc.located(file=origin.file or None, line=origin.line, name=name) from None
         self._graph.remove_edges_from(list(self._graph.in_edges(name)))
         self._graph.add_edges_from((src, name) for src in self._reads[name])
+        self.__dict__.pop("_varying_cache", None)  # the edges changed
 
     def _check_acyclic(self) -> None:
         try:
@@ -225,6 +226,7 @@ class Sheet:
         if decl.name not in self._decls:
             self._decls[decl.name] = decl
             self._graph.add_node(decl.name)
+            self.__dict__.pop("_varying_cache", None)
         self._restructure(decl)
         self._loaded[decl.name] = decl
         self.recompute()

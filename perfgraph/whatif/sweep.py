@@ -34,11 +34,11 @@ from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario import choices as export
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+from perfgraph.whatif import grid
+from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000
-#: Rows per evaluation: small enough that a chunk's columns stay in cache.
-CHUNK_ROWS = 65_536
 CATALOG_AXES = (*KINDS, "precision")
 #: Scenarios :func:`plan` keeps for the sweep to use (about 0.5 MB each); beyond this many
 #: combinations each is loaded again when its turn comes.
@@ -283,23 +283,10 @@ def _tidy(x: float) -> float:
 
 
 # --------------------------------------------------------------------- evaluating
-def grid_columns(axes: Sequence[Axis], start: int, stop: int) -> dict[str, np.ndarray]:
-    """The cell axes' values for rows ``start:stop`` of their product (last fastest)."""
-    rows = np.arange(start, stop, dtype=np.int64)
-    out: dict[str, np.ndarray] = {}
-    stride = 1
-    for axis in reversed(axes):
-        values = np.asarray(axis.values, dtype=float)
-        out[axis.name] = values[(rows // stride) % len(values)]
-        stride *= len(values)
-    return out
-
-
 def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
     """Every row of the sweep, a chunk at a time: choice columns, then a column per cell
     of ``units``, in that unit (a catalog entry may declare a cell in another)."""
-    grid = sweep.grid_size
     for spec in sweep.specs():
         scenario = sweep.scenario(spec)
         chosen = [pl.lit(v, dtype=pl.String).alias(k)
@@ -307,12 +294,8 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
         scale = _rescale(scenario.sheet, units)
         known = set(scenario.sheet.names)
         present = [n for n in units if n in known]  # only what is written is computed
-        for start in range(0, grid, chunk_rows):
-            stop = min(grid, start + chunk_rows)
-            grid_cols = grid_columns(sweep.cell_axes, start, stop)
-            columns = scenario.sheet.evaluate_columns(
-                {n: c / scale.get(n, 1.0) for n, c in grid_cols.items()}, stop - start,
-                only=present)
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
+                                                chunk_rows=chunk_rows, scale=scale):
             yield chunk_frame(columns, units, scale, chosen, stop - start)
             if progress is not None:
                 progress(stop - start)

@@ -1,0 +1,55 @@
+"""The serving command for a plan: vLLM, SGLang or TensorRT-LLM, flags from launch.toml."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+from perfgraph._infra.tomlfile import read
+from perfgraph.errors import InputError
+from perfgraph.scenario.loading import Scenario
+
+LAUNCH_FILE = Path(__file__).resolve().parent / "launch.toml"
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+def plan_values(scenario: Scenario) -> dict[str, str]:
+    """The flag values of a plan, read from its scenario's cells."""
+    sheet = scenario.sheet
+    tokens = max(sheet.magnitude("isl"), sheet.magnitude("compute_bound_threshold"))
+    weights = sheet.magnitude("weights_bytes_per_gpu", "GB")
+    hbm = sheet.magnitude("hbm_capacity", "GB")
+    util = sheet.magnitude("gpu_memory_utilization")
+    return {"tp": str(int(sheet.magnitude("tp"))), "pp": str(int(sheet.magnitude("pp"))),
+            "batch": str(int(sheet.magnitude("concurrency"))),
+            "tokens": str(int(math.ceil(tokens))), "mem_fraction": f"{util:.2f}",
+            "free_fraction": f"{max(0.0, (util * hbm - weights) / (hbm - weights)):.2f}",
+            "kv_dtype": "fp8" if sheet.magnitude("kv_bytes", "B") == 1 else "auto"}
+
+
+def command(engine: str, scenario: Scenario, pools: dict[str, int]) -> str:
+    """Shell lines: a comment with the replica count (or xPyD pools), then the command."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    spec: dict[str, Any] = read(LAUNCH_FILE).data[engine]
+    hf_id = scenario.model.doc.data.get("hf_id", scenario.model.slug)
+    values = plan_values(scenario)
+    if "kv_dtype" in spec:
+        values["kv_dtype"] = spec["kv_dtype"][values["kv_dtype"]]
+    words = [w.replace("{hf_id}", hf_id) for w in spec["command"]]
+    for flag, key in spec["flags"]:
+        words += [flag, values[key]]
+    line = " ".join(shlex.quote(w) for w in words)
+    if "prefill" in pools and "disaggregation_flag" in spec:
+        flag = spec["disaggregation_flag"]
+        return "\n".join(f"# {pools[role]} {role} replica(s):\n{line} {flag} {role}"
+                         for role in ("prefill", "decode"))
+    if "prefill" in pools:
+        head = (f"# disaggregated {pools['prefill']}P{pools['decode']}D: run this on "
+                f"{pools['prefill']} prefill and {pools['decode']} decode replicas; wire the "
+                f"KV hand-off with the engine's own disaggregation options (not generated)")
+    else:
+        head = f"# {pools['replicas']} replica(s) of this command behind a router"
+    return f"{head}\n{line}"

@@ -1,0 +1,306 @@
+"""``perfgraph plan``'s search: every candidate deployment, evaluated exactly as columns.
+
+A candidate is an accelerator at a precision (one :class:`~perfgraph.whatif.grid.Block` row:
+its datasheet values, the precision's bytes and peak, its hourly price), TP, PP, aggregated or
+disaggregated, and a batch (``concurrency``). The sheet's planning cells size the replicas (or
+the prefill and decode pools) that carry the request rate and say whether every SLO holds
+(``plan_feasible``); the search keeps the feasible rows and, for every row, how close it came.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from perfgraph._infra.tomlfile import read
+from perfgraph.engine.assign import interpret
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError, PerfgraphError, UnknownNameError
+from perfgraph.errors import did_you_mean as _near
+from perfgraph.scenario.catalog import catalog_names, load_entry
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+from perfgraph.whatif import grid, sweep
+
+#: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
+CHUNK_ROWS = 131_072
+PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
+SLO_CELLS = {"ttft": "ttft_slo", "itl": "itl_slo", "e2e": "e2e_slo"}
+SERVED = {"ttft": "ttft_served", "itl": "itl_worst", "e2e": "e2e_served"}
+#: objective → (cell, larger is better)
+OBJECTIVES = {"gpus": ("deployment_gpus", False), "cost": ("cost_per_mtok_output", False),
+              "energy": ("energy_per_token", False),
+              "throughput_per_gpu": ("served_throughput_per_gpu", True)}
+VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
+          "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
+          "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
+          "cost_per_mtok_total", "energy_per_token", "max_concurrency")
+MASKS = ("plan_feasible", "batch_fits", "model_fits")
+DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
+                "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}
+_HAS_UNIT = re.compile(r"^\s*[+-]?(?:\d[\d_]*\.?[\d_]*|\.\d+)(?:[eE][+-]?\d+)?\s*(?P<unit>\S.*)?$")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the user asks: SLOs (declared units), a request rate (request/s), an objective."""
+
+    slos: Mapping[str, float]
+    slo_texts: Mapping[str, str]
+    rate: float
+    rate_text: str
+    objective: str = "gpus"
+
+
+@dataclass
+class Result:
+    question: Question
+    spec: ScenarioSpec
+    axes: tuple[grid.AnyAxis, ...]
+    units: dict[str, str]
+    searched: int = 0
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per searched row: objective and how far it is from meeting every constraint (≤ 1: met)
+    objective_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    violation_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    best_reached: dict[str, float] = field(default_factory=dict)
+    sheet: Sheet | None = None
+
+    @property
+    def feasible(self) -> int:
+        return len(self.rows)
+
+    def choices(self, row: int) -> dict[str, str | float]:
+        """The axes' values at a searched row: hardware and precision, then each cell."""
+        where = grid.indices(self.axes, row, row + 1)
+        out: dict[str, str | float] = {}
+        for axis in self.axes:
+            item = axis.values[int(where[axis.name][0])]
+            if isinstance(axis, grid.Block):
+                out["hardware"], out["precision"] = str(item).split("@")
+            else:
+                out[axis.name] = float(item)
+        return out
+
+    def order(self) -> np.ndarray:
+        """Feasible rows' positions, best first (ties: fewer GPUs, then faster per user)."""
+        cell, larger = OBJECTIVES[self.question.objective]
+        key = ranked(self.values[cell], self.question.objective)
+        return np.lexsort((-self.values["tokens_per_s_per_user"],
+                           self.values["deployment_gpus"], key))
+
+
+def ranked(column: np.ndarray, objective: str) -> np.ndarray:
+    """The objective as a key to minimise: NaN last, and for cost an unpriced (0) plan last."""
+    cell, larger = OBJECTIVES[objective]
+    key = column * (-1.0 if larger else 1.0)
+    if objective == "cost":
+        key = np.where(column <= 0, np.inf, key)
+    return np.where(np.isnan(key), np.inf, key)
+
+
+# --------------------------------------------------------------------- the question
+def parse_slo(text: str, sheet: Sheet) -> tuple[str, float]:
+    name, sep, raw = text.partition("=")
+    name = name.strip().lower()
+    if not sep or name not in SLO_CELLS:
+        raise InputError(f"--slo expects ttft=…, itl=… or e2e=… with units (itl=50ms), "
+                         f"got {text!r}")
+    value = _quantity(sheet, SLO_CELLS[name], raw.strip(), f"--slo {text}")
+    return name, value
+
+
+def parse_rate(text: str, sheet: Sheet) -> float:
+    return _quantity(sheet, "request_rate", text.strip(), f"--rate {text!r}")
+
+
+def _quantity(sheet: Sheet, cell: str, raw: str, what: str) -> float:
+    match = _HAS_UNIT.match(raw)
+    if match is None or not match["unit"]:
+        unit = sheet.declaration(cell).unit
+        raise InputError(f"{what}: expected a number with a unit (like '20 {unit}')",
+                         name=cell)
+    decl = sheet.declaration(cell)
+    try:
+        value = interpret(decl, raw).value
+    except PerfgraphError as exc:
+        raise InputError(f"{what}: {exc.message}", name=cell) from None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what}: must be above 0", name=cell)
+    return value
+
+
+def question(spec: ScenarioSpec, slo_texts: Sequence[str], rate_text: str,
+             objective: str = "gpus") -> Question:
+    sheet = load(spec).sheet
+    slos: dict[str, float] = {}
+    texts: dict[str, str] = {}
+    for text in slo_texts:
+        name, value = parse_slo(text, sheet)
+        if name in slos:
+            raise InputError(f"--slo {name} given twice", name=SLO_CELLS[name])
+        slos[name], texts[name] = value, text.partition("=")[2].strip()
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
+    return Question(slos, texts, parse_rate(rate_text, sheet), rate_text.strip(), objective)
+
+
+def question_sets(q: Question) -> tuple[tuple[str, str], ...]:
+    """The question as --set pairs, so that a plain ``perfgraph eval`` re-asks it."""
+    sets = [("request_rate", q.rate_text)]
+    sets += [(SLO_CELLS[n], q.slo_texts[n]) for n in q.slos]
+    return tuple(sets)
+
+
+# --------------------------------------------------------------------- the space
+def prices(path: str | None = None) -> dict[str, float]:
+    """US dollars per GPU-hour by hardware name: the shipped file, then ``path`` over it."""
+    out: dict[str, float] = {}
+    for file in (PRICES_FILE, *(() if path is None else (Path(path),))):
+        doc = read(file)
+        table = doc.data.get("prices", {})
+        if not isinstance(table, dict):
+            raise doc.error("[prices] must be a table of hardware names", "prices")
+        for name, entry in table.items():
+            price = entry.get("usd_per_gpu_hour") if isinstance(entry, dict) else None
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                raise doc.error("expected usd_per_gpu_hour = a number ≥ 0", "prices", name)
+            out[name] = float(price)
+    return out
+
+
+def hardware_block(sheet: Sheet, names: Sequence[str], wanted: Sequence[str] | None,
+                   price: Mapping[str, float], pinned: Sequence[str]) -> grid.Block:
+    """One row per accelerator and each precision it supports (its [peak_flops] table)."""
+    table = precisions().data
+    labels: list[str] = []
+    rows: list[dict[str, float]] = []
+    for name in names:
+        entry = load_entry("hardware", name)
+        peaks = entry.table("peak_flops")
+        base = {cell: _read(sheet, cell, raw) for cell, raw, _ in entry.values()}
+        base["gpu_hour_price"] = price.get(name, 0.0)
+        for prec in (wanted if wanted is not None else list(table)):
+            row = table[prec]
+            if row["peak"] not in peaks:
+                continue
+            labels.append(f"{name}@{prec}")
+            rows.append({**base, "peak_flops": _read(sheet, "peak_flops", peaks[row["peak"]]),
+                         "weight_bytes": _read(sheet, "weight_bytes", row["weight_bytes"]),
+                         "kv_bytes": _read(sheet, "kv_bytes", row["kv_bytes"])})
+    if not rows:
+        raise InputError("no accelerator in the search supports any precision searched")
+    cells = tuple(n for n in rows[0] if n not in pinned)
+    return grid.Block("hardware", cells, tuple(labels),
+                      tuple(tuple(r.get(c, math.nan) for c in cells) for r in rows))
+
+
+def _read(sheet: Sheet, cell: str, raw: object) -> float:
+    value = interpret(sheet.declaration(cell), raw).value
+    assert value is not None, f"{cell}: catalog values are numbers"
+    return value
+
+
+def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
+          price: Mapping[str, float]) -> tuple[grid.AnyAxis, ...]:
+    """The block of accelerators × precisions, then TP, PP, aggregated/disaggregated and the
+    batch; each ``--search NAME=…`` replaces the default axis of that name or adds one."""
+    cells: dict[str, sweep.Axis] = {n: sweep.Axis(n, v) for n, v in DEFAULT_AXES.items()}
+    hardware = [spec.hardware] if spec.hardware else catalog_names("hardware")
+    precs = [spec.precision.lower()] if spec.precision else None
+    for text in search:
+        name = text.partition("=")[0].strip()
+        if name in ("hardware", "precision"):
+            axis = sweep.parse_axis(text, None)
+            if name == "hardware":
+                hardware = [str(v) for v in axis.values]
+            else:
+                precs = [str(v).lower() for v in axis.values]
+        elif name in ("model", "workload"):
+            raise InputError(f"--search {name}=…: plan answers for one {name}; give it "
+                             f"with --{name}", name=name)
+        elif name not in sheet.names:
+            raise UnknownNameError(f"--search: no cell named {name!r}"
+                                   f"{_near(name, [*sheet.names, 'hardware', 'precision'])}",
+                                   name=name)
+        else:
+            cells[name] = sweep.parse_axis(text, sheet)
+    pinned = [n for n, _ in spec.sets]
+    block = hardware_block(sheet, hardware, precs, price, pinned)
+    rest = [a for a in cells.values() if a.name not in pinned or a.name in search_names(search)]
+    axes: tuple[grid.AnyAxis, ...] = (block, *rest)
+    sweep.check_size(grid.size(axes))
+    return axes
+
+
+def search_names(search: Sequence[str]) -> set[str]:
+    return {t.partition("=")[0].strip() for t in search}
+
+
+# --------------------------------------------------------------------- the search
+def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
+        prices_file: str | None = None) -> Result:
+    """Every candidate of the space, evaluated exactly: the feasible ones kept whole."""
+    asked = replace(spec, sets=(*spec.sets, *question_sets(q)))
+    scenario = load(asked)
+    axes = space(spec, scenario.sheet, search, prices(prices_file))
+    sheet = scenario.sheet
+    units = {n: sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
+    result = Result(q, asked, axes, units, sheet=sheet)
+    _search(result, scenario)
+    return result
+
+
+def _search(result: Result, scenario: Scenario) -> None:
+    q = result.question
+    cell = OBJECTIVES[q.objective][0]
+    limits = {n: q.slos.get(n, scenario.sheet.magnitude(SLO_CELLS[n])) for n in SLO_CELLS}
+    only = (*VALUES, *MASKS, *SERVED.values(), "concurrency")
+    rows, kept, objective, violation = [], [], [], []
+    best = dict.fromkeys(SERVED, math.inf)
+    for start, _stop, cols in grid.chunks(scenario.sheet, result.axes, only, CHUNK_ROWS):
+        feasible = cols["plan_feasible"] == 1
+        idx = np.flatnonzero(feasible)
+        rows.append(idx + start)
+        kept.append({n: np.array(cols[n][idx]) for n in VALUES})
+        objective.append(ranked(cols[cell], q.objective).astype(np.float32))
+        violation.append(_violation(cols, limits).astype(np.float32))
+        fits = (cols["batch_fits"] == 1) & (cols["model_fits"] == 1)
+        for name, served in SERVED.items():
+            reached = cols[served][fits]
+            if reached.size and np.isfinite(reached).any():
+                best[name] = min(best[name], float(np.nanmin(reached)))
+    result.searched = grid.size(result.axes)
+    result.rows = np.concatenate(rows)
+    result.values = {n: np.concatenate([k[n] for k in kept]) for n in VALUES}
+    result.objective_all = np.concatenate(objective)
+    result.violation_all = np.concatenate(violation)
+    result.best_reached = best
+
+
+def constraint_ratios(result: Result, row: int) -> dict[str, float]:
+    """Each constraint at a searched row, as used ÷ allowed (above 1: missed): the SLOs
+    asked, and the batch over what KV holds; ``fits`` 0 where the model does not fit."""
+    assert result.sheet is not None
+    cols = result.sheet.evaluate_columns(grid.grid_columns(result.axes, row, row + 1), 1,
+                                         (*SERVED.values(), "concurrency", "max_concurrency",
+                                          "model_fits"))
+    out = {n: float(cols[SERVED[n]][0]) / v for n, v in result.question.slos.items()}
+    out["kv"] = float(cols["concurrency"][0] / cols["max_concurrency"][0])
+    out["fits"] = float(cols["model_fits"][0])
+    return out
+
+
+def _violation(cols: Mapping[str, np.ndarray], limits: Mapping[str, float]) -> np.ndarray:
+    """How far a row is from meeting everything: the largest of served ÷ SLO and batch ÷
+    what KV holds (≤ 1 where all hold); infinite where the model does not fit."""
+    with np.errstate(all="ignore"):
+        ratios = [cols[SERVED[n]] / limits[n] for n in SERVED]
+        ratios.append(cols["concurrency"] / cols["max_concurrency"])
+    worst = np.maximum.reduce([np.where(np.isnan(r), np.inf, r) for r in ratios])
+    return np.where(cols["model_fits"] == 1, worst, np.inf)

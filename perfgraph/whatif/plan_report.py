@@ -1,0 +1,167 @@
+"""What ``perfgraph plan`` answers: the best plan, runners-up, the Pareto frontier, the reasons
+the winner wins, and the one line when nothing meets the SLOs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from perfgraph.engine.numbers import number
+from perfgraph.whatif.plan import OBJECTIVES, SLO_CELLS, Result, constraint_ratios, ranked
+
+FAMILY = ("hardware", "precision", "tp", "pp", "disaggregated")
+
+
+def frontier(result: Result) -> list[int]:
+    """Positions of the feasible rows on the Pareto frontier of tokens/s per user against
+    tokens/s per GPU (both larger is better): no other feasible row is as good on both and
+    better on one. Fastest per user first."""
+    user, gpu = result.values["tokens_per_s_per_user"], result.values["served_throughput_per_gpu"]
+    order = np.lexsort((-gpu, -user))
+    out: list[int] = []
+    best_gpu = -math.inf
+    for i in order:
+        if gpu[i] > best_gpu:
+            out.append(int(i))
+            best_gpu = float(gpu[i])
+    return out
+
+
+def runners_up(result: Result, order: np.ndarray, top: int) -> list[int]:
+    """The best row of each other family (accelerator, precision, TP, PP, disaggregation)."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[int] = []
+    for i in order:
+        choice = result.choices(int(result.rows[i]))
+        key = tuple(choice[k] for k in FAMILY)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(int(i))
+        if len(out) > top:
+            break
+    return out[1:]
+
+
+def plan_json(result: Result, i: int) -> dict[str, Any]:
+    values = {n: {"value": float(result.values[n][i]), "unit": result.units[n]}
+              for n in result.values}
+    return {"choices": result.choices(int(result.rows[i])), "values": values}
+
+
+def answer(result: Result, top: int) -> dict[str, Any]:
+    q = result.question
+    order = result.order()
+    front = frontier(result)
+    best = int(order[0])
+    return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
+                                  for n, v in q.slos.items()},
+                         "request_rate": {"value": q.rate, "unit": "request/s"},
+                         "objective": q.objective, "model": result.spec.model,
+                         "workload": result.spec.workload},
+            "searched": result.searched, "feasible": result.feasible,
+            "best": plan_json(result, best), "reasons": reasons(result, best),
+            "frontier": [plan_json(result, i) for i in front],
+            "runners_up": [plan_json(result, i) for i in runners_up(result, order, top)]}
+
+
+def _slo_unit(result: Result, name: str) -> str:
+    return {"ttft": "ms", "itl": "ms", "e2e": "s"}[name]
+
+
+NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E", "kv": "KV memory (batch ÷ what KV holds)"}
+BETTER = {"gpus": "fewer GPUs", "cost": "a lower $/Mtok", "energy": "fewer J/token",
+          "throughput_per_gpu": "more tok/s per GPU"}
+
+
+def reasons(result: Result, i: int) -> list[str]:
+    """What sets the winner: the replicas the rate needs, each constraint's headroom, and
+    what the nearest candidate with a better objective missed by."""
+    q, v = result.question, result.values
+    row = int(result.rows[i])
+    used = {k: x for k, x in constraint_ratios(result, row).items() if k != "fits"}
+    c = result.choices(row)
+    tight = max(used, key=lambda k: used[k])
+    gpus, reps = int(v["deployment_gpus"][i]), int(v["deployment_replicas"][i])
+    out = [f"{q.rate_text} needs {reps} replica(s) of {int(v['n_gpus'][i])} GPU(s) "
+           f"(tp={_fmt(c['tp'])}, pp={_fmt(c['pp'])}): {gpus} GPUs in all",
+           f"tightest constraint: {NAMES[tight]} at {number(100 * used[tight], 3)}% of its "
+           f"limit at batch {_fmt(c['concurrency'])}"]
+    out += [f"{NAMES[k]}: {number(100 * u, 3)}% of its limit" for k, u in used.items()
+            if k != tight]
+    mine = float(ranked(v[OBJECTIVES[q.objective][0]][i:i + 1], q.objective)[0])
+    better = np.flatnonzero(result.objective_all < np.float32(mine) - 1e-6 * abs(mine))
+    if not better.size:
+        return [*out, f"no searched candidate has {BETTER[q.objective]}"]
+    j = int(better[np.argmin(result.violation_all[better])])
+    text = ", ".join(f"{k}={_fmt(x)}" for k, x in result.choices(j).items())
+    ratios = constraint_ratios(result, j)
+    if not ratios.pop("fits"):
+        return [*out, f"no candidate with {BETTER[q.objective]} can hold the model"]
+    missed = "; ".join(f"{NAMES[k]} at {number(100 * r, 3)}% of its limit"
+                       for k, r in sorted(ratios.items(), key=lambda kv: -kv[1]) if r > 1)
+    return [*out, f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}"]
+
+
+def _fmt(x: object) -> str:
+    return number(x, 4) if isinstance(x, float) else str(x)
+
+
+def unreachable(result: Result) -> str:
+    """One line: which SLO no candidate (that fits in memory) meets, and the best reached."""
+    q = result.question
+    units = {"ttft": "ms", "itl": "ms", "e2e": "s"}
+    scale = {"ttft": 1.0, "itl": 1.0, "e2e": 1e-3}
+    for name in ("itl", "ttft", "e2e"):
+        if name in q.slos and result.best_reached[name] * scale[name] > q.slos[name]:
+            best = result.best_reached[name] * scale[name]
+            return (f"no plan: {name}={q.slo_texts[name]} is out of reach; the best "
+                    f"{name.upper()} any of {result.searched:,} candidates reached is "
+                    f"{number(best, 4)} {units[name]}")
+    return (f"no plan: no one of {result.searched:,} candidates meets every SLO at "
+            f"{q.rate_text} together (each alone is reachable)")
+
+
+def table(ans: dict[str, Any]) -> str:
+    rows = [ans["best"], *ans["runners_up"]]
+    lines = [f"searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs",
+             "", _row_header()]
+    lines += [_row(r, k == 0) for k, r in enumerate(rows)]
+    lines += ["", "why the best plan:"] + [f"  {r}" for r in ans["reasons"]]
+    lines += ["", f"Pareto frontier (tok/s per user vs tok/s per GPU), {len(ans['frontier'])} "
+              "plans:", _row_header()] + [_row(r, False) for r in ans["frontier"]]
+    return "\n".join(lines)
+
+
+HEAD = ("", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs", "TTFT ms",
+        "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all", "J/tok")
+
+
+def _row_header() -> str:
+    return "  ".join(f"{h:>9}" for h in HEAD)
+
+
+def _row(plan: dict[str, Any], best: bool) -> str:
+    c, v = plan["choices"], {k: x["value"] for k, x in plan["values"].items()}
+    mode = "disagg" if c["disaggregated"] else "agg"
+    reps = (f"{int(v['prefill_replicas'])}P{int(v['decode_replicas_at_batch'])}D"
+            if c["disaggregated"] else str(int(v["deployment_replicas"])))
+    cells = ("best" if best else "", c["hardware"], c["precision"], int(c["tp"]), int(c["pp"]),
+             mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
+             number(v["ttft_served"], 4), number(v["itl_worst"], 4),
+             number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
+             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_output"], 3),
+             number(v["cost_per_mtok_total"], 3), number(v["energy_per_token"], 3))
+    return "  ".join(f"{x!s:>9}" for x in cells)
+
+
+def markdown(ans: dict[str, Any]) -> str:
+    rows = [ans["best"], *ans["runners_up"]]
+    out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.", "",
+           "| " + " | ".join(h or "rank" for h in HEAD) + " |",
+           "|" + "---|" * len(HEAD)]
+    out += ["| " + " | ".join(_row(r, k == 0).split()) + " |" for k, r in enumerate(rows)]
+    out += ["", *[f"- {r}" for r in ans["reasons"]]]
+    return "\n".join(out)
