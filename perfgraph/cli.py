@@ -35,6 +35,8 @@ COMMANDS = {
     "calibrate": "perfgraph.commands.calibrate",
     "sweep": "perfgraph.commands.sweep",
     "diff": "perfgraph.commands.diff",
+    "plot": "perfgraph.commands.plot",
+    "web": "perfgraph.commands.web",
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.
