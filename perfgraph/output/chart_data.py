@@ -232,7 +232,8 @@ def measured_roofline_points(comparisons: Sequence[Comparison], base: Baseline,
                 by_mfu.append((prefill[j], c.mfu * peak[j]))
     scale = 1 / _factor(y_unit)
     out = []
-    for label, pts in (("measured runs, by MBU", by_mbu), ("measured runs, by MFU (at prefill intensity)", by_mfu)):
+    for label, pts in (("measured runs, by MBU", by_mbu),
+                       ("measured runs, by MFU (at prefill intensity)", by_mfu)):
         if pts:
             arr = np.array(pts)
             out.append(Series(label, arr[:, 0], arr[:, 1] * scale, "points"))
