@@ -132,19 +132,32 @@ def measured(args: argparse.Namespace) -> Any:
 
 def diff(args: argparse.Namespace) -> Any:
     from perfgraph.commands import diff as diff_command
-    from perfgraph.output import chart_data, charts
 
     common = spec_from_args(args)
-    sides = diff_command.prepare(args.files[0], "auto"), diff_command.prepare(args.files[1],
-                                                                              "auto")
+    sides = [diff_command.prepare(given, "auto") for given in args.files]
     diff_command.agree(*sides)
-    (base_label, base), (head_label, head) = (diff_command.load_side(s, common) for s in sides)
-    x = args.x or "concurrency"
+    base, head = (diff_command.load_side(s, common) for s in sides)
+    return diff_figure(base, head, args.x or "concurrency")
+
+
+def diff_figure(base: tuple[str, Any], head: tuple[str, Any], x: str = "concurrency") -> Any:
+    """BASE's and HEAD's curves (each a (label, Scenario)) overlaid, against ``x``."""
+    from perfgraph.output import chart_data, charts
+
     panels = chart_data.merge(
-        chart_data.scenario_panels(base.sheet, x, f"BASE {base_label}", "C0"),
-        chart_data.scenario_panels(head.sheet, x, f"HEAD {head_label}", "C3"))
-    return charts.across(panels, x=x, title=f"{base_label} → {head_label}, against "
+        chart_data.scenario_panels(base[1].sheet, x, f"BASE {base[0]}", "C0"),
+        chart_data.scenario_panels(head[1].sheet, x, f"HEAD {head[0]}", "C3"))
+    return charts.across(panels, x=x, title=f"{base[0]} → {head[0]}, against "
                                             f"{charts.X_LABELS[x]}")
+
+
+def draw_diff(base: tuple[str, Any], head: tuple[str, Any], out: str) -> None:
+    """``perfgraph diff --plot``: the diff chart, written to ``out``."""
+    _need_matplotlib()
+    from perfgraph.output import charts
+
+    charts.suffix_format(out)
+    charts.save(diff_figure(base, head), out)
 
 
 BUILDERS = {"roofline": roofline, "concurrency": across, "tp": across, "measured": measured,

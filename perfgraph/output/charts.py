@@ -79,7 +79,8 @@ def _legend(fig: Figure, axes: Sequence[Axes], note: str) -> None:
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
-    columns = 2 if len(seen) > 4 else max(1, len(seen))
+    widest = max((len(label) for label in seen), default=0)
+    columns = max(1, min(len(seen), 140 // max(widest + 6, 1), 3))
     fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=columns,
                fontsize=7, title=note, title_fontsize=7)
 
