@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -244,7 +245,10 @@ def suffix_format(out: str | Path) -> str:
 def save(fig: Figure, out: str | Path) -> None:
     """Write ``fig`` to ``out`` (SVG or PNG by its suffix), atomically."""
     fmt = suffix_format(out)
-    write_atomic(out, lambda tmp: fig.savefig(tmp, format=fmt, metadata=_metadata(fmt)))
+    # SVG keeps its text as text (searchable, selectable, smaller); no hash salt from the
+    # clock, so the same chart writes the same bytes
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "perfgraph"}):
+        write_atomic(out, lambda tmp: fig.savefig(tmp, format=fmt, metadata=_metadata(fmt)))
 
 
 def _metadata(fmt: str) -> dict[str, str | None]:
