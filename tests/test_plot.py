@@ -210,3 +210,13 @@ def test_diff_markdown_links_its_plot(tmp_path: Path, capsys) -> None:
           "--format", "markdown", "--plot", str(out)])
     assert f"]({out})" in capsys.readouterr().out
     assert out.read_text().rstrip().endswith("</svg>")
+
+
+def test_plot_names_the_extra_when_matplotlib_is_missing(monkeypatch, capsys) -> None:
+    import perfgraph.commands.plot as plot
+
+    real = plot.importlib.util.find_spec
+    monkeypatch.setattr(plot.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert main(["plot", "roofline", "--out", "x.svg"]) == 2
+    assert "pip install 'perfgraph[plot]'" in capsys.readouterr().err

@@ -29,8 +29,8 @@ MISSING = [what for what, ok in (
     ("chromium", CHROMIUM), ("chromedriver", DRIVER),
     ("selenium", importlib.util.find_spec("selenium")),
     ("textual-serve", importlib.util.find_spec("textual_serve"))) if not ok]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no headless browser test: "
-                                f"{', '.join(MISSING)} not installed")
+needs_browser = pytest.mark.skipif(bool(MISSING), reason=f"no headless browser test: "
+                                   f"{', '.join(MISSING)} not installed")
 
 #: Keeps what the page's websocket receives (the terminal's output) in window.__screen.
 HOOK = """
@@ -52,6 +52,29 @@ Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3})
 """
 ESCAPES = re.compile(r"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()=>][0-9A-Za-z]?")
 SUMMARY = re.compile(r"throughput ([0-9.,]+) tok/s")
+
+
+def test_each_tab_runs_perfgraph_tui_with_the_scenario_options() -> None:
+    from perfgraph.cli import build_parser
+    from perfgraph.commands.web import tui_command
+
+    args = build_parser("web").parse_args(
+        ["web", "s.toml", "-H", "h200", "--set", "tp=4", "--measured", "a.json", "--port", "9"])
+    assert tui_command(args)[1:] == ["-m", "perfgraph.cli", "tui", "s.toml", "--hardware",
+                                     "h200", "--set", "tp=4", "--measured", "a.json"]
+    assert args.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["web", "--port", "0"], "--port must be 1–65535"),
+    (["web", "--hardware", "nope"], "nope"),
+])
+def test_web_refuses_bad_options_before_serving(argv, says, capsys) -> None:
+    from perfgraph.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
 
 
 def _free_port() -> int:
@@ -111,6 +134,7 @@ def wait_for(driver: object, found: re.Pattern[str], start: int = 0,
                          f"{screen(driver)[start:][-2000:]!r}")
 
 
+@needs_browser
 def test_the_dashboard_in_a_browser_shows_itl_and_an_edit_moves_throughput(
         served: str, browser: object) -> None:
     from selenium.webdriver.common.keys import Keys
