@@ -220,3 +220,10 @@ def test_plot_names_the_extra_when_matplotlib_is_missing(monkeypatch, capsys) ->
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert main(["plot", "roofline", "--out", "x.svg"]) == 2
     assert "pip install 'perfgraph[plot]'" in capsys.readouterr().err
+
+
+def test_pareto_points_without_the_axes_keys_are_refused() -> None:
+    from perfgraph.errors import InputError
+
+    with pytest.raises(InputError, match="'interactivity'"):
+        charts.pareto([{"throughput_per_gpu": 1.0}])

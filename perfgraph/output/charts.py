@@ -176,14 +176,17 @@ def measured(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str,
     return fig
 
 
-def pareto(points: Sequence[Mapping[str, object]], *, x: str = "interactivity",
+def pareto(points: Sequence[Mapping[str, Any]], *, x: str = "interactivity",
            y: str = "throughput_per_gpu", title: str = "Pareto frontier",
            x_label: str = "interactivity (output tokens/s per user)",
            y_label: str = "throughput per GPU (output tokens/s per GPU)") -> Figure:
     """Candidate configurations (dicts with ``x``, ``y`` and optionally ``label``) as
     points, the frontier (no other point higher on both axes) as a line."""
-    xs = np.array([float(p[x]) for p in points], dtype=float)  # type: ignore[arg-type]
-    ys = np.array([float(p[y]) for p in points], dtype=float)  # type: ignore[arg-type]
+    missing = next((k for p in points for k in (x, y) if k not in p), None)
+    if missing is not None or not points:
+        raise InputError(f"no Pareto points to plot: each needs {x!r} and {y!r}")
+    xs = np.array([float(p[x]) for p in points], dtype=float)
+    ys = np.array([float(p[y]) for p in points], dtype=float)
     fig, (ax,) = figure()
     _draw(ax, Series("configurations", xs, ys, "points"))
     front = frontier(xs, ys)
