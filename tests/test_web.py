@@ -108,7 +108,7 @@ def browser() -> Iterator[object]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1700,4200"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,2300"):
         options.add_argument(arg)
     options.binary_location = CHROMIUM
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
