@@ -227,3 +227,12 @@ def test_pareto_points_without_the_axes_keys_are_refused() -> None:
 
     with pytest.raises(InputError, match="'interactivity'"):
         charts.pareto([{"throughput_per_gpu": 1.0}])
+
+
+def test_the_readmes_pictures_are_what_plot_draws(tmp_path: Path, capsys) -> None:
+    from perfgraph.output import pictures
+
+    assert pictures.main([str(tmp_path)]) == 0
+    assert main(["plot", "roofline", "--out", str(tmp_path / "cli.svg")]) == 0
+    assert (tmp_path / "roofline.svg").read_bytes() == (tmp_path / "cli.svg").read_bytes()
+    assert "h100-sxm · fp8 · TP 2 · 1024/1024 (model)" in svg_text(tmp_path / "concurrency.svg")
