@@ -42,6 +42,8 @@ X_LABELS = {"concurrency": "concurrent users", "tp": "tensor parallelism (TP)"}
 DEFINITIONS = ("throughput: output tokens/s per GPU; ITL: mean time per output token (TPOT); "
                "E2E latency: TTFT + OSL × ITL")
 
+RELATIVE = "% of possible: throughput measured ÷ modelled, a latency modelled ÷ measured; "
+
 
 @dataclass(frozen=True)
 class Series:
@@ -110,7 +112,7 @@ def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
             ax.axhline(100, color="grey", linewidth=0.8, label="the model (100 %)")
         ax.set_title(what)
         ax.set_xlabel(X_LABELS.get(x, x))
-        ax.set_ylabel(f"% of possible ({what.lower()})" if relative else f"{what} ({unit})")
+        ax.set_ylabel("% of possible" if relative else f"{what} ({unit})")
         ax.set_xscale("log", base=2)
         if not relative:
             ax.set_yscale("log")
@@ -119,7 +121,7 @@ def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
     for ax in axes[len(names):]:
         ax.set_visible(False)
     fig.suptitle(title)
-    _legend(fig, axes, note)
+    _legend(fig, axes, RELATIVE + note if relative else note)
     return fig
 
 
