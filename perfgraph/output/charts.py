@@ -157,6 +157,8 @@ def measured(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str,
     fig, axes = figure(2, 2, (10, 8.6))
     for ax, name in zip(axes, names, strict=False):
         what, unit = METRICS[name]
+        if name == "throughput":  # compared like for like: the file's own definition
+            what, unit = "Throughput", "token/s, the run's own definition"
         model, got = (np.asarray(a, dtype=float) for a in pairs[name])
         keep = np.isfinite(model) & np.isfinite(got) & (model > 0) & (got > 0)
         ax.scatter(model[keep], got[keep], s=24, label="measured runs", zorder=3)
