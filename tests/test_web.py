@@ -77,6 +77,19 @@ def test_web_refuses_bad_options_before_serving(argv, says, capsys) -> None:
     assert says in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.skipif("textual-serve" in MISSING, reason="textual-serve not installed")
+def test_a_port_in_use_is_one_line_and_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "perfgraph.cli", "web", "--port",
+                               str(port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert f"perfgraph: error: cannot serve on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

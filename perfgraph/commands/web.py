@@ -58,8 +58,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(MISSING)
     from textual_serve.server import Server
 
-    print(f"perfgraph web: serving the dashboard at http://{args.host}:{args.port}",
+    print(f"perfgraph web: starting the dashboard at "
+          f"http://{args.host}:{args.port} (Ctrl+C stops)",
           file=sys.stderr)
-    Server(shlex.join(tui_command(args)), host=args.host, port=args.port,
-           title="perfgraph").serve()
+    try:
+        Server(shlex.join(tui_command(args)), host=args.host, port=args.port,
+               title="perfgraph").serve()
+    except OSError as exc:  # the port is taken, or the host is not this machine's
+        raise InputError(f"cannot serve on {args.host}:{args.port}: "
+                         f"{exc.strerror or exc}") from None
     return 0
