@@ -38,6 +38,8 @@ COMMANDS = {
     "diff": "perfgraph.cli.commands.diff",
     "simulate": "perfgraph.cli.commands.simulate",
     "plan": "perfgraph.cli.commands.plan",
+    "plot": "perfgraph.cli.commands.plot",
+    "web": "perfgraph.cli.commands.web",
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.

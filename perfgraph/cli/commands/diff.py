@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--as", dest="read_as", choices=READ_AS, default="auto",
                    help="read BASE and HEAD as this kind of file (default: by folder, "
                         "else by keys)")
+    p.add_argument("--plot", metavar="FILE.svg|FILE.png",
+                   help="also draw the two scenarios' curves overlaid ('perfgraph plot diff') "
+                        "to FILE; the markdown format links it")
     p.set_defaults(func=run)
 
 
@@ -295,5 +298,12 @@ def run(args: argparse.Namespace) -> int:
     head_label, head = load_side(sides[1], common)
     report = diff(base, head, base_label, head_label)
     shown = report.moved(limit)
-    sys.stdout.write(FORMATTERS[args.format](report, shown, limit))
+    text = FORMATTERS[args.format](report, shown, limit)
+    if args.plot:
+        from perfgraph.commands.plot import draw_diff
+
+        draw_diff((base_label, base), (head_label, head), args.plot)
+        if args.format == "markdown":
+            text += f"\n![{base_label} → {head_label}: the curves overlaid]({args.plot})\n"
+    sys.stdout.write(text)
     return 1 if shown else 0

@@ -7,6 +7,7 @@ never imports it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
@@ -29,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
     measured = measured_view(args.measured, spec_from_args(args)) if args.measured else None
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # a tab of perfgraph web
+    if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise InputError("perfgraph tui needs an interactive terminal; for output to a pipe "
                          "or a file use 'perfgraph eval'")
     from perfgraph.tui.app import make_app

@@ -1,0 +1,182 @@
+"""``perfgraph web`` in a real headless browser: Debian's Chromium driven by Selenium with
+Debian's chromedriver (no browser download). The dashboard draws on xterm.js canvases, so
+the page's text is read where the browser receives it: a hook, installed before the page's
+own scripts, keeps every websocket message the page gets, and the test strips the terminal
+escapes from them. Keys are typed into the page's terminal like a user types them.
+
+Skips, saying why, where Chromium, chromedriver, Selenium or textual-serve are missing
+(``.ci/run`` installs Chromium where it can).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from perfgraph.scenario.loading import load
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+MISSING = [what for what, ok in (
+    ("chromium", CHROMIUM), ("chromedriver", DRIVER),
+    ("selenium", importlib.util.find_spec("selenium")),
+    ("textual-serve", importlib.util.find_spec("textual_serve"))) if not ok]
+needs_browser = pytest.mark.skipif(bool(MISSING), reason=f"no headless browser test: "
+                                   f"{', '.join(MISSING)} not installed")
+
+#: Keeps what the page's websocket receives (the terminal's output) in window.__screen.
+HOOK = """
+window.__screen = [];
+const Native = window.WebSocket;
+window.WebSocket = function (url, protocols) {
+  const ws = protocols === undefined ? new Native(url) : new Native(url, protocols);
+  ws.addEventListener('message', async (e) => {
+    let d = e.data;
+    if (typeof d !== 'string') {
+      d = new TextDecoder().decode(d instanceof Blob ? await d.arrayBuffer() : d);
+    }
+    window.__screen.push(d);
+  });
+  return ws;
+};
+window.WebSocket.prototype = Native.prototype;
+Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+"""
+ESCAPES = re.compile(r"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()=>][0-9A-Za-z]?")
+SUMMARY = re.compile(r"throughput ([0-9.,]+) tok/s")
+
+
+def test_each_tab_runs_perfgraph_tui_with_the_scenario_options() -> None:
+    from perfgraph.cli.commands.web import tui_command
+    from perfgraph.cli.main import build_parser
+
+    args = build_parser("web").parse_args(
+        ["web", "s.toml", "-H", "h200", "--set", "tp=4", "--measured", "a.json", "--port", "9"])
+    assert tui_command(args)[1:] == ["-m", "perfgraph.cli.main", "tui", "s.toml", "--hardware",
+                                     "h200", "--set", "tp=4", "--measured", "a.json"]
+    assert args.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["web", "--port", "0"], "--port must be 1–65535"),
+    (["web", "--hardware", "nope"], "nope"),
+])
+def test_web_refuses_bad_options_before_serving(argv, says, capsys) -> None:
+    from perfgraph.cli.main import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif("textual-serve" in MISSING, reason="textual-serve not installed")
+def test_a_port_in_use_is_one_line_and_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "perfgraph.cli.main", "web", "--port",
+                               str(port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert f"perfgraph: error: cannot serve on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def served() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "perfgraph.cli.main", "web", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,2300"):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOOK})
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def screen(driver: object) -> str:
+    return ESCAPES.sub("", "".join(driver.execute_script("return window.__screen")))
+
+
+def wait_for(driver: object, found: re.Pattern[str], start: int = 0,
+             timeout: float = 20) -> re.Match[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if m := found.search(screen(driver), start):
+            return m
+        time.sleep(0.2)
+    raise AssertionError(f"{found.pattern!r} never appeared; the page showed: "
+                         f"{screen(driver)[start:][-2000:]!r}")
+
+
+@needs_browser
+def test_the_dashboard_in_a_browser_shows_itl_and_an_edit_moves_throughput(
+        served: str, browser: object) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    from perfgraph.engine.numbers import quantity
+
+    sheet = load().sheet
+    itl = quantity(sheet.magnitude("itl"), sheet.declaration("itl").unit)
+    browser.get(served)  # type: ignore[attr-defined]
+    wait_for(browser, re.compile(rf"\n *itl +{re.escape(itl)}"))  # the cell table's row
+    before = float(wait_for(browser, SUMMARY).group(1).replace(",", ""))
+    assert before == pytest.approx(sheet.magnitude("throughput"), rel=1e-3)
+
+    fork = sheet.fork()
+    fork.set("hbm_bandwidth", "6.7")
+    expected = fork.magnitude("throughput")
+    assert abs(expected / before - 1) > 0.1  # the edit is one the summary shows
+
+    mark = len(screen(browser))
+    box = browser.find_element("css selector", ".xterm-helper-textarea")  # type: ignore
+    box.send_keys(Keys.DOWN)  # from peak_flops, the first cell, to hbm_bandwidth
+    box.send_keys("e")
+    mark = wait_for(browser, re.compile(r"set hbm_bandwidth \(in TB/s\)"), mark).end()
+    box.send_keys("6.7", Keys.ENTER)  # typed over the value the edit opens with, selected
+    wait_for(browser, SUMMARY, mark)
+    deadline, after = time.monotonic() + 10, before
+    while time.monotonic() < deadline:  # the summary follows the edit as it is typed
+        after = float(SUMMARY.findall(screen(browser)[mark:])[-1].replace(",", ""))
+        if after == pytest.approx(expected, rel=1e-3):
+            break
+        time.sleep(0.2)
+    assert after == pytest.approx(expected, rel=1e-3)
