@@ -390,7 +390,8 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
         f"{plan.points:,} points:",
         "  " + (f"hand-written differs from the engine on {differ}" if differ else
                 "hand-written NumPy + pyarrow agrees with the engine on every column"),
-        f"  perfgraph sweep --only → Parquet          {engine_t[0]:.3f}s wall {engine_t[1]:.3f}s CPU",
+        f"  perfgraph sweep --only → Parquet          {engine_t[0]:.3f}s wall "
+        f"{engine_t[1]:.3f}s CPU",
         f"  hand-written NumPy + pyarrow → Parquet    {hand_t[0]:.3f}s wall {hand_t[1]:.3f}s CPU",
         f"  ratio {engine_t[0] / hand_t[0]:.2f}x (target ≤ 1.5x)",
     ]

@@ -12,9 +12,9 @@ pytest.importorskip("matplotlib")
 
 from perfgraph.cli.main import main  # noqa: E402
 from perfgraph.measured.compare import compare_runs  # noqa: E402
+from perfgraph.measured.reading import read_measured  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.output import chart_data, charts  # noqa: E402
-from perfgraph.output.compare import read_measured  # noqa: E402
 from perfgraph.scenario.loading import ScenarioSpec, load  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8"
@@ -213,7 +213,7 @@ def test_diff_markdown_links_its_plot(tmp_path: Path, capsys) -> None:
 
 
 def test_plot_names_the_extra_when_matplotlib_is_missing(monkeypatch, capsys) -> None:
-    import perfgraph.cli.commands.plot as plot
+    import perfgraph.output.diff_chart as plot  # where plot and diff --plot check for it
 
     real = plot.importlib.util.find_spec
     monkeypatch.setattr(plot.importlib.util, "find_spec",
@@ -236,3 +236,36 @@ def test_the_readmes_pictures_are_what_plot_draws(tmp_path: Path, capsys) -> Non
     assert main(["plot", "roofline", "--out", str(tmp_path / "cli.svg")]) == 0
     assert (tmp_path / "roofline.svg").read_bytes() == (tmp_path / "cli.svg").read_bytes()
     assert "h100-sxm · fp8 · TP 2 · 1024/1024 (model)" in svg_text(tmp_path / "concurrency.svg")
+
+
+def test_pareto_and_simulation_draw_what_plan_and_simulate_wrote(tmp_path) -> None:
+    import polars as pl
+
+    from perfgraph.cli.main import main as cli
+
+    plans, requests = tmp_path / "plans.parquet", tmp_path / "requests.parquet"
+    assert cli(["plan", "--slo", "ttft=1s", "--slo", "itl=50ms", "--rate", "20 request/s",
+                "--search", "hardware=h200", "--search", "tp=2,4", "--out", str(plans)]) == 0
+    assert cli(["simulate", "--users", "8", "--requests", "60", "--out", str(requests)]) == 0
+    from perfgraph.cli.commands import plot as command
+    from perfgraph.output import charts
+
+    frame = pl.read_parquet(plans)
+    fig = command.pareto(type("A", (), {"files": [str(plans)]})())
+    points = fig.axes[0].lines[0] if fig.axes[0].lines else None
+    assert points is not None
+    xs = frame["tokens_per_s_per_user"].to_numpy()
+    ys = frame["served_throughput_per_gpu"].to_numpy()
+    keep = charts.frontier(xs, ys)
+    drawn = [line for line in fig.axes[0].lines if len(line.get_xdata()) == len(keep)]
+    assert drawn and list(drawn[-1].get_xdata()) == pytest.approx(list(xs[keep]))
+    rows = pl.read_parquet(requests)
+    fig = command.simulation(type("A", (), {"files": [str(requests)]})())
+    ttft_line = fig.axes[0].lines[0]
+    assert sorted(ttft_line.get_xdata()) == pytest.approx(sorted(rows["ttft"].to_numpy()))
+    assert fig.axes[1].get_xlabel().startswith("TPOT")
+    for kind, path in (("pareto", plans), ("simulation", requests)):
+        assert cli(["plot", kind, str(path), "--out", str(tmp_path / f"{kind}.svg")]) == 0
+        assert (tmp_path / f"{kind}.svg").read_text().startswith("<?xml")
+    assert cli(["plot", "pareto", str(requests), "--out", str(tmp_path / "x.svg")]) == 2
+    assert not (tmp_path / "x.svg").exists()

@@ -99,7 +99,8 @@ def _free_port() -> int:
 @pytest.fixture
 def served() -> Iterator[str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "perfgraph.cli.main", "web", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "perfgraph.cli.main", "web",
+                             "--port", str(port), "--cell", "itl"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 15
@@ -162,16 +163,15 @@ def test_the_dashboard_in_a_browser_shows_itl_and_an_edit_moves_throughput(
     assert before == pytest.approx(sheet.magnitude("throughput"), rel=1e-3)
 
     fork = sheet.fork()
-    fork.set("hbm_bandwidth", "6.7")
+    fork.set("itl", "6.7")
     expected = fork.magnitude("throughput")
     assert abs(expected / before - 1) > 0.1  # the edit is one the summary shows
 
     mark = len(screen(browser))
     box = browser.find_element("css selector", ".xterm-helper-textarea")  # type: ignore
-    box.send_keys(Keys.DOWN)  # from peak_flops, the first cell, to hbm_bandwidth
-    box.send_keys("e")
-    mark = wait_for(browser, re.compile(r"set hbm_bandwidth \(in TB/s\)"), mark).end()
-    box.send_keys("6.7", Keys.ENTER)  # typed over the value the edit opens with, selected
+    box.send_keys("e")  # on itl, the cell the tab opened on (--cell itl)
+    mark = wait_for(browser, re.compile(r"pin itl \(in ms\)"), mark).end()
+    box.send_keys("6.7", Keys.ENTER)  # pins itl: typed over the value the edit opens with
     wait_for(browser, SUMMARY, mark)
     deadline, after = time.monotonic() + 10, before
     while time.monotonic() < deadline:  # the summary follows the edit as it is typed

@@ -213,7 +213,7 @@ def remove_stale(target: Path) -> list[Path]:
     (``kill -9`` during a write); those of live processes (a concurrent write) stay."""
     folder = target.parent if str(target.parent) else Path(".")
     pattern = re.compile(re.escape(f".{target.name}.") + r"(\d+)-[^.]+\.tmp")
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(folder.glob(f".{glob.escape(target.name)}.*-*.tmp"))
     except OSError:

@@ -450,8 +450,9 @@ class _DimsWalker:
 class _Mode:
     """How a compiled formula computes: functions, ``not``, ``and``/``or`` and choices."""
 
-    def __init__(self, functions: dict[str, Callable], not_: Callable, boolop: Callable,
-                 ifexp: Callable | None, fold: bool) -> None:
+    def __init__(self, functions: dict[str, Callable[..., Any]], not_: Callable[..., Any],
+                 boolop: Callable[..., Any], ifexp: Callable[..., Any] | None,
+                 fold: bool) -> None:
         self.functions, self.not_, self.boolop, self.ifexp = functions, not_, boolop, ifexp
         self.fold = fold
 

@@ -219,10 +219,11 @@ def frontier(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 
 def simulation(ttft_s: np.ndarray, itl_s: np.ndarray, *, title: str = "Simulated latencies",
-               ) -> Figure:
-    """The CDFs of TTFT and ITL (seconds in, plotted in ms), p50 and p99 marked."""
+               second: str = "ITL") -> Figure:
+    """The CDFs of TTFT and ITL (or ``second``: per-request TPOT) (seconds in, plotted in
+    ms), p50 and p99 marked."""
     fig, axes = figure(1, 2, (11, 4.4))
-    for ax, (name, values) in zip(axes, (("TTFT", ttft_s), ("ITL", itl_s)), strict=True):
+    for ax, (name, values) in zip(axes, (("TTFT", ttft_s), (second, itl_s)), strict=True):
         ms = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)]) * 1e3
         if ms.size == 0:
             raise InputError(f"no finite {name} values to plot")
@@ -233,7 +234,7 @@ def simulation(ttft_s: np.ndarray, itl_s: np.ndarray, *, title: str = "Simulated
             ax.annotate(f"p{q} {v:.4g} ms", (v, q / 100), fontsize=7, xytext=(3, -10),
                         textcoords="offset points")
         ax.set_xlabel(f"{name} (ms)")
-        ax.set_ylabel("fraction of requests" if name == "TTFT" else "fraction of tokens")
+        ax.set_ylabel("fraction of tokens" if name == "ITL" else "fraction of requests")
         ax.set_title(f"{name}: cumulative distribution ({ms.size} samples)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

@@ -320,8 +320,9 @@ def _apply_group_precisions(decls: dict[str, Declaration], model: Entry) -> None
     """A model's shipped group precisions (gpt-oss: routed experts in mxfp4) beat --precision."""
     table, known = model.table("weight_precision"), precisions().data
     for group, name in table.items():
-        where = {"file": model.path, "line": model.doc.line("weight_precision", group),
-                 "name": f"weight_precision.{group}"}
+        line = model.doc.line("weight_precision", group)
+        where: dict[str, Any] = {"file": model.path, "line": line,
+                                 "name": f"weight_precision.{group}"}
         if group not in WEIGHT_GROUPS:
             raise CatalogError(f"unknown tensor group {group!r}{_near(group, WEIGHT_GROUPS)}; "
                                f"expected one of: {', '.join(WEIGHT_GROUPS)}", **where)
@@ -329,7 +330,7 @@ def _apply_group_precisions(decls: dict[str, Declaration], model: Entry) -> None
             raise CatalogError(f"tensor group {group!r} has no precision ({name!r}); expected "
                                f"one of: {', '.join(known)}", **where)
         _assign(decls, WEIGHT_GROUPS[group], known[name.lower()]["weight_bytes"],
-                Origin(model.path, where["line"]))
+                Origin(model.path, line))
 
 
 def _check_ep(decls: dict[str, Declaration]) -> None:
@@ -342,6 +343,7 @@ def _check_ep(decls: dict[str, Declaration]) -> None:
     if experts.value % ep.value:
         where = ep.origin
         raise InputError(f"ep = {ep.value:g} does not divide the {experts.value:g} routed "
-                         f"experts (set in {experts.origin.file}); expected a divisor of "
+                         f"experts (set in {experts.origin.file if experts.origin else '?'}); "
+                         "expected a divisor of "
                          f"{experts.value:g}", file=where.file if where else None,
                          line=where.line if where else None, name="ep")

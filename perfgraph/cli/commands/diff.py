@@ -300,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     shown = report.moved(limit)
     text = FORMATTERS[args.format](report, shown, limit)
     if args.plot:
-        from perfgraph.commands.plot import draw_diff
+        from perfgraph.output.diff_chart import draw_diff
 
         draw_diff((base_label, base), (head_label, head), args.plot)
         if args.format == "markdown":

@@ -9,14 +9,16 @@ only here, and its absence is one line naming the extra.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from typing import Any
 
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
 from perfgraph.errors import InputError
+from perfgraph.output.diff_chart import MISSING, diff_figure, need_matplotlib  # noqa: F401
 
-KINDS = ("roofline", "concurrency", "tp", "measured", "diff")
-MISSING = "perfgraph plot needs matplotlib: pip install 'perfgraph[plot]'"
+KINDS = ("roofline", "concurrency", "tp", "measured", "diff", "pareto", "simulation")
+#: Kinds drawn from a file another command wrote: plan --out, simulate --out.
+FROM_FILE = {"pareto": "perfgraph plan … --out PLANS.parquet",
+             "simulation": "perfgraph simulate … --out REQUESTS.parquet"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,16 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _need_matplotlib() -> None:
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InputError(MISSING)
-
-
 def check(args: argparse.Namespace) -> None:
     """Bad arguments, refused before anything is evaluated."""
     if args.kind not in KINDS:
         raise InputError(f"unknown chart kind {args.kind!r}: expected one of "
                          f"{', '.join(KINDS)}")
+    if args.kind in FROM_FILE:
+        if len(args.files) != 1 or not args.files[0].endswith((".parquet", ".pq")):
+            raise InputError(f"plot {args.kind} takes the Parquet file that "
+                             f"'{FROM_FILE[args.kind]}' writes")
+        return
     wanted = 2 if args.kind == "diff" else (0, 1)
     count = len(args.files)
     if (count != wanted) if isinstance(wanted, int) else count not in wanted:
@@ -63,7 +65,7 @@ def check(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check(args)
-    _need_matplotlib()
+    need_matplotlib()
     from perfgraph.output import charts
 
     charts.suffix_format(args.out)
@@ -140,25 +142,43 @@ def diff(args: argparse.Namespace) -> Any:
     return diff_figure(base, head, args.x or "concurrency")
 
 
-def diff_figure(base: tuple[str, Any], head: tuple[str, Any], x: str = "concurrency") -> Any:
-    """BASE's and HEAD's curves (each a (label, Scenario)) overlaid, against ``x``."""
-    from perfgraph.output import chart_data, charts
+def _parquet(path: str, columns: tuple[str, ...]) -> dict[str, Any]:
+    """The columns of a Parquet file another perfgraph command wrote (one message if not)."""
+    import polars as pl
+    from polars.exceptions import PolarsError
 
-    panels = chart_data.merge(
-        chart_data.scenario_panels(base[1].sheet, x, f"BASE {base[0]}", "C0"),
-        chart_data.scenario_panels(head[1].sheet, x, f"HEAD {head[0]}", "C3"))
-    return charts.across(panels, x=x, title=f"{base[0]} → {head[0]}, against "
-                                            f"{charts.X_LABELS[x]}")
+    try:
+        frame = pl.read_parquet(path)
+    except (OSError, PolarsError) as exc:
+        raise InputError(f"cannot read it as Parquet: {str(exc).splitlines()[0]}",
+                         file=path) from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"has no column {missing[0]!r}: not written by the command this "
+                         "chart reads", file=path)
+    return {c: frame[c].to_numpy() for c in columns}
 
 
-def draw_diff(base: tuple[str, Any], head: tuple[str, Any], out: str) -> None:
-    """``perfgraph diff --plot``: the diff chart, written to ``out``."""
-    _need_matplotlib()
+def pareto(args: argparse.Namespace) -> Any:
+    """Every feasible plan of ``plan --out``: tokens/s per user against tokens/s per GPU."""
     from perfgraph.output import charts
 
-    charts.suffix_format(out)
-    charts.save(diff_figure(base, head), out)
+    cols = _parquet(args.files[0], ("tokens_per_s_per_user", "served_throughput_per_gpu"))
+    points = [{"interactivity": float(x), "throughput_per_gpu": float(y)} for x, y in zip(
+        cols["tokens_per_s_per_user"], cols["served_throughput_per_gpu"], strict=True)]
+    return charts.pareto(points, title=f"Feasible plans and their frontier ({len(points)} "
+                                       f"plans, {args.files[0]})")
+
+
+def simulation(args: argparse.Namespace) -> Any:
+    """The per-request rows of ``simulate --out``: TTFT and TPOT (a request's mean ITL)."""
+    from perfgraph.output import charts
+
+    cols = _parquet(args.files[0], ("ttft", "tpot"))
+    return charts.simulation(cols["ttft"] / 1e3, cols["tpot"] / 1e3, second="TPOT",
+                             title=f"Simulated requests ({len(cols['ttft'])}, "
+                                   f"{args.files[0]})")
 
 
 BUILDERS = {"roofline": roofline, "concurrency": across, "tp": across, "measured": measured,
-            "diff": diff}
+            "diff": diff, "pareto": pareto, "simulation": simulation}

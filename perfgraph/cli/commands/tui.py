@@ -24,11 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--measured", nargs="+", action="extend", default=[], metavar="RUN",
                    help="measured benchmark results (files or folders, as for 'perfgraph "
                         "compare') to show against the model in the measured view")
+    p.add_argument("--cell", metavar="NAME",
+                   help="the cell to open on (highlighted, explained)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
+    if args.cell:
+        scenario.sheet.declaration(args.cell)  # an unknown name, with its near miss
     measured = measured_view(args.measured, spec_from_args(args)) if args.measured else None
     served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # a tab of perfgraph web
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -36,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
                          "or a file use 'perfgraph eval'")
     from perfgraph.tui.app import make_app
 
-    make_app(scenario, measured=measured).run()
+    make_app(scenario, cell=args.cell, measured=measured).run()
     return 0

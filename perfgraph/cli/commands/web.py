@@ -19,7 +19,8 @@ from perfgraph.errors import InputError
 MISSING = "perfgraph web needs textual-serve: pip install 'perfgraph[web]'"
 #: The options passed on to each tab's ``perfgraph tui``, as (attribute, flag).
 FORWARDED = (("model", "--model"), ("hardware", "--hardware"), ("workload", "--workload"),
-             ("precision", "--precision"), ("calibration", "--calibration"))
+             ("precision", "--precision"), ("calibration", "--calibration"),
+             ("cell", "--cell"))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    p.add_argument("--cell", metavar="NAME", help="the cell each tab opens on")
     p.set_defaults(func=run)
 
 

@@ -7,6 +7,7 @@ set like any other edit. Both come back to the app as one message, :class:`Chose
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -71,10 +72,10 @@ class ScenarioBar(Horizontal):
         """Show the session's choices (after an edit of tp/pp, a reload or an undo)."""
         choices = self.session.choices()
         for kind, _ in CATALOGS:
-            self._show(kind, choices[kind], lambda k=kind: catalog_options(k, choices[k]))
+            self._show(kind, choices[kind], partial(catalog_options, kind, choices[kind]))
         for name, usual in PARALLEL:
             self._show(name, self._current(name),
-                       lambda n=name, u=usual: self._parallel_options(n, u))
+                       partial(self._parallel_options, name, usual))
 
     def _show(self, key: str, value: str, options: Callable[[], list[tuple[str, str]]]) -> None:
         """Show ``value`` in the select for ``key`` without it posting Changed: a value the

@@ -148,7 +148,7 @@ class Engine:
             if not d:
                 self._stall()
                 return
-        p = att = 0
+        p, att = 0, 0.0
         kv = self.kv_dec if d else 0
         done = self.reqs.done
         for i, c in chunks:  # a chunk reads its context so far and writes itself

@@ -104,7 +104,7 @@ ROW_UNITS = {"request": "", "arrival": "s", "first_token": "s", "end": "s", "isl
 
 def request_rows(run: Run) -> dict[str, np.ndarray]:
     t = run.engine.reqs.table()
-    rows = {"request": np.arange(len(t["isl"]), dtype=np.int64)}
+    rows: dict[str, np.ndarray] = {"request": np.arange(len(t["isl"]), dtype=np.int64)}
     for k in ROW_UNITS:
         if k != "request":
             rows[k] = t[k] * (1e3 if ROW_UNITS[k] == "ms" else 1)

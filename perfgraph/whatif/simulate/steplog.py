@@ -29,8 +29,8 @@ class StepLog:
         self._flush()
         k = len(ends)
         full = np.full(k, float(decodes))
-        kv = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
-        self._chunks.append((ends, durs, full, np.zeros(k), full, kv))
+        use = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
+        self._chunks.append((ends, durs, full, np.zeros(k), full, use))
         self.last_decode = float(ends[-1])
 
     def gap(self, seconds: float) -> None:

@@ -40,7 +40,7 @@ def stats(values: np.ndarray, weights: np.ndarray | None, scale: float, n: int,
     if values.size == 0:
         return dict.fromkeys(keys)
     qs = [float(k[1:]) / 100 for k in keys[1:]]
-    out = {"mean": float(np.average(values, weights=w)) * scale}
+    out: dict[str, float | None] = {"mean": float(np.average(values, weights=w)) * scale}
     for k, q in zip(keys[1:], weighted_quantiles(values, w, qs), strict=True):
         out[k] = q * scale
     return out
