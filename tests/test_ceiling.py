@@ -4,9 +4,8 @@ against the roofline at its own configuration, reaches at most 100% of possible 
 
 Files whose model, hardware or precision the file does not name get them from OPTIONS (what
 PROVENANCE.md says of them); runs that cannot be modelled (a model or GPU not yet in the
-catalog) are not compared and not counted here. Issue 11 — until the physics and catalog fixes
-land (capacities in GiB, MoE bytes per step, MLA FLOPs, EP, speculation), some runs beat it: the
-test is xfail(strict=False) and names the offenders in its failure message.
+catalog) are not compared and not counted here. ``_offenders`` also gives the distribution
+that benchmarks/ceiling_distribution.py prints.
 """
 
 from __future__ import annotations
@@ -60,20 +59,12 @@ def _offenders() -> tuple[list[str], int]:
     return offenders, compared
 
 
-#: the runs that beat it on the adapters branch (issue 11; --runxfail shows the current list)
-OFFENDERS_ON_BRANCH = (
-    "gpu_conc_h100_pcie/benchmark_summary_20250811_091131.json #1 (conc 4: throughput 110%, "
-    "E2EL 109%) and #2 (conc 8: throughput 119%, E2EL 117%): gpt-oss-20b counted at 1 B a "
-    "parameter, its MXFP4 experts and MoE bytes per step not modelled",
-    "inferencex_dsr1/benchmarks.json #11 (trt fp8 MTP H200 TP8 conc 16: TPOT 114%, E2EL 112%, "
-    "throughput 109%): MTP emits several tokens a step",
-    "inferencex_dsr1/benchmarks.json #25 (dynamo-sglang fp8 H200 disaggregated conc 32: TPOT "
-    "114%, E2EL 106%): decode pool modelled as one aggregated replica, EP/DP-attention absent",
-)
+#: Before the true capacities, group precisions (gpt-oss's MXFP4 experts), MoE bytes per step,
+#: EP/DP attention and the disaggregated pools landed (issue 11), four runs beat the ceiling:
+#: gpu_conc H100 PCIe gpt-oss-20b at conc 4 and 8 (throughput 110%, 119%), InferenceX #11
+#: (TensorRT-LLM MTP on H200, TPOT 114%) and #25 (disaggregated SGLang on H200, TPOT 114%).
 
 
-@pytest.mark.xfail(strict=False, reason="issue 11, until the physics and catalog fixes land: "
-                   + "; ".join(OFFENDERS_ON_BRANCH))
 def test_no_measured_run_beats_the_ceiling():
     offenders, compared = _offenders()
     assert compared > 50, f"only {compared} runs compared: the walk lost files"
