@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from perfgraph.measured.adapters import MeasuredFileError, UnknownFormatError, read_runs
 from perfgraph.measured.compare import METRICS, compare_runs
 from perfgraph.measured.setup import Baseline
