@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         _write(args, result)
     loop = (f"closed loop, {setup.users} users" if setup.users else
             f"open loop, {result.rate:.4g} request/s" if result.rate else "open loop")
-    title = f"{scenario.title} · {setup.scheduler} · {loop} · lengths {result.lengths.source}"
+    title = (f"{scenario.title} · {setup.scheduler} · {loop} · lengths {result.lengths.source}"
+             f" · {scenario.prediction}")
     m = sheet.magnitude
     sheet_line = (f"the sheet: ttft {m('ttft'):.4g} ms, itl {m('itl'):.4g} ms, throughput "
                   f"{m('throughput'):.4g} tok/s at concurrency {m('concurrency'):.4g}")
