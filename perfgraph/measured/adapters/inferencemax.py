@@ -43,13 +43,15 @@ DEFINITIONS = {
 _K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768}
 
 
-def _hardware(text, notes: list[str]) -> str | None:
-    """The row's GPU name; a bare "H100" is the SXM part (InferenceMAX's H100 runners are SXM)."""
+def runner_gpu(text, notes: list[str], suite: str = "InferenceMAX") -> str | None:
+    """The row's GPU name; a bare "H100" is the SXM part (the suite's H100 runners are SXM;
+    InferenceX is InferenceMAX renamed, on the same runners)."""
     name = gpu_name(text)
     if name is not None and name.lower() == "h100":
-        notes.append(f"hardware '{text}' read as H100-SXM: InferenceMAX's H100 runners are SXM")
+        notes.append(f"hardware '{text}' read as H100-SXM: {suite}'s H100 runners are SXM")
         return "H100-SXM"
     return name
+
 
 
 def _lengths_from_dir(doc: Document) -> tuple[int, int, str] | None:
@@ -147,7 +149,7 @@ class InferenceMaxRowsAdapter(Adapter):
             caveats=caveats,
             model=model,
             precision=str(precision) if precision else None,
-            hardware=_hardware(record["Hardware"], notes),
+            hardware=runner_gpu(record["Hardware"], notes),
             tp=tp,
             concurrency=conc,
             isl_configured=isl_cfg,
@@ -242,7 +244,7 @@ class InferenceMaxAggAdapter(Adapter):
             model=record.get("model"),
             precision=str(precision) if precision else None,
             label_prefix=f"{record.get('framework', '')} {precision or ''}".strip(),
-            hardware=_hardware(_required(record, "hw"), notes),
+            hardware=runner_gpu(_required(record, "hw"), notes),
             tp=tp,
             concurrency=concurrency_of(_required(record, "conc"), "conc"),
             isl_configured=isl,

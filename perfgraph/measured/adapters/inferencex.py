@@ -28,11 +28,11 @@ from .base import (
     concurrency_of,
     first_record,
     fmt_num,
-    gpu_name,
     number,
     put,
     tp_of,
 )
+from .inferencemax import runner_gpu
 
 DEFINITIONS = {
     "ttft": "time to first token, per request (InferenceX benchmark_serving)",
@@ -116,12 +116,7 @@ class InferenceXRowsAdapter(Adapter):
 
 
 def _hardware(text, notes: list[str]) -> str | None:
-    """The row's GPU name; a bare "H100" is the SXM part (InferenceX's H100 runners are SXM)."""
-    name = gpu_name(text)
-    if name is not None and name.lower() == "h100":
-        notes.append(f"hardware '{text}' read as H100-SXM: InferenceX's H100 runners are SXM")
-        return "H100-SXM"
-    return name
+    return runner_gpu(text, notes, "InferenceX")
 
 
 def _mean(nominal: float) -> float:
