@@ -97,12 +97,9 @@ def write_profile(profile: Profile, split_fits: dict[str, Fit]) -> Path:
     stated = Fit(fit.values, fit.units, fit.fitted, held, fit.fitted_runs, (),
                  fit.excluded, fit.residual, fit.notes, fit.workloads)
     text = overlay_text(stated, f"perfgraph eval --hardware {profile.hardware} "
-                                "--calibration auto")
-    text = text.replace("[profile]\n", f'[profile]\nengine = "{profile.engine}"\n'
-                                        f'engine_version = "{profile.engine_version}"\n', 1)
-    text = text.replace("\n[profile]", "\n# held_out: the worst median of the splits "
-                        + "; ".join(profile.splits) + " (benchmarks/validate_calibration.py)"
-                        + "\n[profile]", 1)
+                                "--calibration auto", profile.engine, profile.engine_version,
+                        "the worst median of the splits " + "; ".join(profile.splits)
+                        + " (benchmarks/validate_calibration.py)")
     path = PROFILES_DIR.relative_to(ROOT) / f"{profile.hardware}.{profile.engine}.toml"
     write_text_atomic(path, text)
     return path

@@ -273,9 +273,12 @@ def _minimise(residuals: Callable[[np.ndarray], np.ndarray], n: int,
 # --------------------------------------------------------------------------- the overlay
 
 
-def overlay_text(fit: Fit, use: str = "") -> str:
+def overlay_text(fit: Fit, use: str = "", engine: str | None = None,
+                 engine_version: str | None = None, held_out_note: str = "") -> str:
     """The TOML overlay: the fitted inputs in ``[values]``, with comments saying what they were
-    fitted on and how well they fit. ``use`` is an example command line."""
+    fitted on and how well they fit. ``use`` is an example command line; ``engine`` and
+    ``engine_version`` go into ``[profile]``, ``held_out_note`` says where its held-out
+    error comes from."""
     lines = ["# Calibration overlay written by `perfgraph calibrate`: the efficiency inputs",
              "# fitted by least squares (log TTFT, TPOT and throughput) to measured runs.",
              *_described("Fitted on", fit.fitted_runs)]
@@ -292,9 +295,12 @@ def overlay_text(fit: Fit, use: str = "") -> str:
                         " (one shape: runs of several workloads generalise better)"))
     if use:
         lines.append(f"# Use: {use}")
-    groups = sorted({" · ".join(str(p) for p in c.setup.group) for c in fit.fitted_runs})
+    groups = sorted({" · ".join(str(p) for p in c.setup.group if p) for c in fit.fitted_runs})
     lines += ["", f'name = "Calibrated efficiencies ({"; ".join(groups)}, '
-                  f'{len(fit.fitted_runs)} runs)"', "", *profile_lines(fit), "", "[values]"]
+                  f'{len(fit.fitted_runs)} runs)"', ""]
+    if held_out_note:
+        lines.append(f"# held_out: {held_out_note}")
+    lines += [*profile_lines(fit, engine, engine_version), "", "[values]"]
     for cell, on in STRUCTURE.items():
         lines.append(f"{f'{cell} = {str(on).lower()}':<34}  # structure the fit assumed")
     for t in TARGETS:
