@@ -22,10 +22,12 @@ from perfgraph.output.compare import problem_lines
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate", help="fit efficiency inputs to measured runs; write a --calibration file",
-        description="Fit the achievable fractions of peak bandwidth and compute and the "
-                    "per-step overhead to measured runs (least squares on log TTFT, TPOT and "
-                    "throughput), report the fit's error on those runs and on --holdout runs, "
-                    "and write the fitted values as a TOML overlay for --calibration.")
+        description="Fit the realistic terms (achievable bandwidth and compute, fixed costs "
+                    "per step, sequence and request, exposed TP all-reduces) to measured runs "
+                    "within physical bounds (bounded least squares on log TTFT, TPOT and "
+                    "throughput), report the fit's median and p90 error on those runs and on "
+                    "--holdout runs, and write the fitted values as a TOML overlay for "
+                    "--calibration.")
     add_run_options(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the overlay to write (e.g. h100-sxm.vllm.toml)")
