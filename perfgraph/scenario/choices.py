@@ -18,15 +18,16 @@ from perfgraph.scenario.loading import Scenario
 if TYPE_CHECKING:
     import polars as pl
 
-#: The columns naming the catalog choices of each row, before the cells.
-CHOICE_COLUMNS = (*KINDS, "precision")
+#: The columns naming the catalog choices of each row, before the cells (the engine last:
+#: its memory rule and scheduling defaults are a choice too).
+CHOICE_COLUMNS = (*KINDS, "precision", "engine")
 
 
 def choices(scenario: Scenario) -> dict[str, str]:
     """Model, hardware, workload (catalog slugs, or the path of a file outside the
-    catalog) and precision, as a user would name them."""
+    catalog), precision and engine, as a user would name them."""
     named = {kind: _entry_name(kind, scenario.choice(kind)) for kind in KINDS}
-    return {**named, "precision": scenario.precision}
+    return {**named, "precision": scenario.precision, "engine": scenario.engine}
 
 
 def _entry_name(kind: str, path: str) -> str:

@@ -1,9 +1,10 @@
 """Parameter sweeps: the cartesian product of axes, every cell a column, one row a point.
 
 An axis is ``NAME=V1,V2,…``. NAME is a cell (any cell: an input, or a computed cell pinned
-to each value) or a catalog axis (``model``, ``hardware``, ``workload``, ``precision``)
-whose values are catalog names. A value may carry units (``hbm_bandwidth=3.35 TB/s,4.8 TB/s``)
-and an item may be a range: ``1..512:x2`` (1, 2, 4 … 512), ``0..64:+16``, ``1..8`` (step 1).
+to each value) or a catalog axis (``model``, ``hardware``, ``workload``, ``precision``,
+``engine``) whose values are catalog names. A value may carry units
+(``hbm_bandwidth=3.35 TB/s,4.8 TB/s``) and an item may be a range: ``1..512:x2`` (1, 2, 4
+… 512), ``0..64:+16``, ``1..8`` (step 1).
 
 Rows go catalog combination by catalog combination (each builds one sheet), and within one
 the cell axes as given, the last varying fastest. The cell points of a combination are
@@ -33,13 +34,15 @@ from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNa
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario import choices as export
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
-from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
 from perfgraph.whatif import grid
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000
-CATALOG_AXES = (*KINDS, "precision")
+CATALOG_AXES = (*KINDS, "precision", "engine")
+#: Catalog axes that are not catalog files declaring cells.
+_NOT_FILES = ("precision", "engine")
 #: Scenarios :func:`plan` keeps for the sweep to use (about 0.5 MB each); beyond this many
 #: combinations each is loaded again when its turn comes.
 KEEP_LOADED = 64
@@ -163,7 +166,7 @@ def _missing(name: str, label: str) -> InputError:
 
 def _in_any(name: str, draft: Sweep) -> bool:
     """Whether a catalog entry on one of the axes declares the cell ``name``."""
-    return any(name == cell for axis in draft.catalog_axes if axis.name != "precision"
+    return any(name == cell for axis in draft.catalog_axes if axis.name not in _NOT_FILES
                for value in axis.values for cell, _ in load_entry(axis.name, str(value)).cells())
 
 
@@ -216,11 +219,11 @@ def parse_axis(text: str, sheet: Sheet | None) -> Axis:
 
 
 def _catalog_value(kind: str, name: str) -> str:
-    if kind == "precision":
-        known = precisions().data
+    if kind in _NOT_FILES:
+        known = list(precisions().data) if kind == "precision" else engine_names()
         if name not in known:
-            raise CatalogError(f"unknown precision {name!r}{_near(name, known)}; known: "
-                               f"{', '.join(known)}", name="precision")
+            raise CatalogError(f"unknown {kind} {name!r}{_near(name, known)}; known: "
+                               f"{', '.join(known)}", name=kind)
     else:
         resolve(kind, name)  # CatalogError naming the known entries
     return name
@@ -339,7 +342,7 @@ def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
     entry on an axis declares (DeepSeek-V3's MLA widths); rows without one hold NaN."""
     out = export.units(sheet, sheet.names)
     for axis in sweep.catalog_axes:
-        if axis.name == "precision":
+        if axis.name in _NOT_FILES:
             continue
         for value in axis.values:
             for name, table in load_entry(axis.name, str(value)).cells():

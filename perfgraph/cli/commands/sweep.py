@@ -20,9 +20,9 @@ EPILOG = """\
 axes:
   NAME=V1,V2,…        a cell's values, in its declared unit or with units ("4.8 TB/s")
   NAME=1..512:x2      a range: 1, 2, 4 … 512 (×FACTOR), 0..64:+16 (+STEP), 1..8 (step 1)
-  hardware=h100-sxm,h200   model=…, workload=…, precision=…: catalog names
+  hardware=h100-sxm,h200   model=…, workload=…, precision=…, engine=…: catalog names
 The product of the axes may have at most {limit:,} points. Each row has the catalog
-choices (model, hardware, workload, precision), then every cell, named as in the
+choices (model, hardware, workload, precision, engine), then every cell, named as in the
 vocabulary, in its declared unit (NaN where the cell fails); the units are in the Parquet
 metadata under "perfgraph.units".
 """
