@@ -11,6 +11,7 @@ import pytest
 
 from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
+from perfgraph.engine.numbers import number
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan, plan_report, sweep
 
@@ -61,8 +62,9 @@ def test_json_has_the_issues_shape(result: plan.Result) -> None:
     assert set(ans) >= {"question", "searched", "feasible", "best", "frontier", "runners_up"}
     assert ans["searched"] == 2 * 3 * 2 * 20
     assert ans["best"]["values"]["itl_worst"]["unit"] == "ms"
-    assert set(ans["best"]["choices"]) == {"hardware", "precision", "tp", "pp", "disaggregated",
-                                           "concurrency"}
+    assert set(ans["best"]["choices"]) == {"engine", "hardware", "precision", "tp", "pp",
+                                           "disaggregated", "concurrency"}
+    assert ans["best"]["choices"]["engine"] == "vllm"  # the scenario's engine, the default
 
 
 def test_cost_is_gpus_times_price_over_tokens(result: plan.Result) -> None:
@@ -76,12 +78,52 @@ def test_cost_is_gpus_times_price_over_tokens(result: plan.Result) -> None:
         gpus * power / (20 * 1024))
 
 
-def test_unreachable_itl_exits_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_itl_exits_1_with_one_line_then_each_familys_best(
+        capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["plan", "--model", "llama-3.3-70b", "--slo", "itl=0.1ms", "--rate",
-                 "20 request/s", "--search", "hardware=h200", "--search", "tp=1,8"])
+                 "20 request/s", "--search", "hardware=h200", "--search", "tp=1,8",
+                 "--search", "pp=1", "--search", "precision=fp8,bf16"])
     out = capsys.readouterr().out.strip().splitlines()
-    assert code == 1 and len(out) == 1
+    assert code == 1
     assert "itl=0.1ms is out of reach" in out[0] and "best ITL" in out[0]
+    # one line per family: h200 × {fp8, bf16} × {agg, disagg}, closest to the SLO first
+    families = out[1:]
+    assert [f.split(":")[0].strip() for f in families] == [
+        "h200 fp8 disagg", "h200 fp8 agg", "h200 bf16 disagg", "h200 bf16 agg"]
+    # each family's best ITL: the least itl_worst over its rows that fit, brute-forced
+    sets = (("request_rate", "20 request/s"), ("prefill_queueing", "true"))
+    brute = sweep.plan(ScenarioSpec(model="llama-3.3-70b", hardware="h200", sets=sets),
+                       ["precision=fp8,bf16", "tp=1,8", "disaggregated=0,1",
+                        "concurrency=1..1024"])
+    frame = pl.concat(sweep.frames(brute, {"itl_worst": "ms", "batch_fits": "",
+                                           "model_fits": "", "disaggregated": ""}))
+    best = frame.filter((pl.col("batch_fits") == 1) & (pl.col("model_fits") == 1)).group_by(
+        "precision", "disaggregated").agg(pl.col("itl_worst").min())
+    for line in families:
+        precision, mode = line.split(":")[0].split()[1:]
+        want = best.filter((pl.col("precision") == precision)
+                           & (pl.col("disaggregated") == float(mode == "disagg")))["itl_worst"][0]
+        assert f"best ITL {number(want, 4)} ms (SLO 0.1 ms, " in line
+    # the overall best is the best family's
+    assert families[0].split("best ITL ")[1].split(" ms")[0] in out[0]
+
+
+def test_unreachable_as_json_gives_the_families(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code = main(["plan", "--model", "llama-3.3-70b", "--slo", "itl=0.1ms", "--slo", "ttft=1s",
+                 "--rate", "20 request/s", "--search", "hardware=h200,l4",
+                 "--search", "precision=fp8", "--search", "tp=1,2", "--search", "pp=1",
+                 "--format", "json"])
+    ans = json.loads(capsys.readouterr().out)
+    assert code == 1 and ans["feasible"] == 0 and "itl=0.1ms" in ans["unreachable"]
+    fams = {(f["hardware"], f["disaggregated"]): f for f in ans["families"]}
+    assert set(fams) == {("h200", False), ("h200", True), ("l4", False), ("l4", True)}
+    assert not fams[("l4", False)]["fits"]  # 70B at fp8 needs 70 GB: 2 L4s of 24 GB do not hold it
+    h200 = fams[("h200", True)]["best"]
+    assert h200["itl_worst"]["slo"] == {"value": 0.1, "unit": "ms"}
+    assert h200["itl_worst"]["value"] == pytest.approx(ans["best_reached"]["itl_worst"]["value"])
+    assert h200["ttft_at_rate"]["value"] < 1000
 
 
 @pytest.mark.parametrize(("args", "named"), [

@@ -44,7 +44,17 @@ class Block:
         return self.labels
 
 
-AnyAxis = OneCell | Block
+@dataclass(frozen=True)
+class Choice:
+    """A choice that sets no cell of a column but needs a sheet of its own (the engine: its
+    file's memory rule and defaults are formulas). Its rows are searched one value at a
+    time, each on its own sheet; :func:`grid_columns` gives it no column."""
+
+    name: str
+    values: tuple[str, ...]
+
+
+AnyAxis = OneCell | Block | Choice
 
 
 def size(axes: Sequence[AnyAxis]) -> int:
@@ -67,6 +77,8 @@ def grid_columns(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np
     out: dict[str, np.ndarray] = {}
     where = indices(axes, start, stop)
     for axis in axes:
+        if isinstance(axis, Choice):
+            continue
         if isinstance(axis, Block):
             table = np.asarray(axis.rows, dtype=float).reshape(len(axis.rows), len(axis.names))
             for j, name in enumerate(axis.names):
@@ -78,13 +90,14 @@ def grid_columns(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np
 
 def chunks(sheet: Sheet, axes: Sequence[AnyAxis], only: Collection[str] | None = None,
            chunk_rows: int = CHUNK_ROWS, scale: dict[str, float] | None = None,
-           ) -> Iterator[tuple[int, int, dict[str, np.ndarray]]]:
+           rows: range | None = None) -> Iterator[tuple[int, int, dict[str, np.ndarray]]]:
     """``(start, stop, columns)`` for each chunk of the product of ``axes`` on ``sheet``:
     every cell (or those of ``only``) over the chunk's rows, in declared units. ``scale``
-    divides an axis's values first (a column unit that is not the sheet's)."""
-    total = size(axes)
-    for start in range(0, total, chunk_rows):
-        stop = min(total, start + chunk_rows)
+    divides an axis's values first (a column unit that is not the sheet's); ``rows`` limits
+    the chunks to a run of the product (one value of a :class:`Choice`)."""
+    rows = rows if rows is not None else range(size(axes))
+    for start in range(rows.start, rows.stop, chunk_rows):
+        stop = min(rows.stop, start + chunk_rows)
         grid = grid_columns(axes, start, stop)
         if scale:
             grid = {n: c / scale.get(n, 1.0) for n, c in grid.items()}

@@ -1,17 +1,21 @@
 """``perfgraph plan``'s search: every candidate deployment, evaluated exactly as columns.
 
-A candidate is an accelerator at a precision (one :class:`~perfgraph.whatif.grid.Block` row:
-its datasheet values, the precision's bytes and peak, its hourly price), TP, PP, aggregated or
-disaggregated, and a batch (``concurrency``). The sheet's planning cells size the replicas (or
-the prefill and decode pools) that carry the request rate and say whether every SLO holds
-(``plan_feasible``); the search keeps the feasible rows and, for every row, how close it came.
+A candidate is a serving engine (a :class:`~perfgraph.whatif.grid.Choice`: each engine's
+memory rule is a sheet of its own), an accelerator at a precision (one
+:class:`~perfgraph.whatif.grid.Block` row: its datasheet values, the precision's bytes and
+peak, its hourly price), TP, PP, aggregated or disaggregated, and a batch (``concurrency``).
+The sheet's planning cells size the replicas (or the prefill and decode pools) that carry the
+request rate and say whether every SLO holds (``plan_feasible``), TTFT counting the prefill
+queue wait at the rate (``prefill_queueing`` on); the search keeps the feasible rows and, for
+every row, how close it came, and for each family (engine, accelerator, precision, aggregated
+or disaggregated) the best each served latency reached.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,14 +27,14 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
-from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
+from perfgraph.scenario.loading import DEFAULT_ENGINE, Scenario, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid, sweep
 
 #: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
 CHUNK_ROWS = 131_072
 PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
 SLO_CELLS = {"ttft": "ttft_slo", "itl": "itl_slo", "e2e": "e2e_slo"}
-SERVED = {"ttft": "ttft_served", "itl": "itl_worst", "e2e": "e2e_served"}
+SERVED = {"ttft": "ttft_at_rate", "itl": "itl_worst", "e2e": "e2e_served"}
 #: objective → (cell, larger is better)
 OBJECTIVES = {"gpus": ("deployment_gpus", False), "cost": ("cost_per_mtok_output", False),
               "energy": ("energy_per_token", False),
@@ -38,7 +42,9 @@ OBJECTIVES = {"gpus": ("deployment_gpus", False), "cost": ("cost_per_mtok_output
 VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
           "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
-          "cost_per_mtok_total", "energy_per_token", "max_concurrency")
+          "cost_per_mtok_total", "energy_per_token", "max_concurrency", "ttft_at_rate",
+          "prefill_queue_wait", "prefill_utilisation", "prefill_service_time",
+          "prefill_pool_replicas", "prefill_servers")
 MASKS = ("plan_feasible", "batch_fits", "model_fits")
 DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
                 "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}
@@ -69,19 +75,37 @@ class Result:
     objective_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     violation_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     best_reached: dict[str, float] = field(default_factory=dict)
+    #: the first engine's sheet; ``sheets`` has each engine's
     sheet: Sheet | None = None
+    sheets: dict[str, Sheet] = field(default_factory=dict)
+    #: per family (engine, hardware@precision, disaggregated): the best each of SERVED
+    #: reached among rows that fit in memory (inf: none fits), and the closest violation
+    families: list[tuple[str, str, bool]] = field(default_factory=list)
+    family_best: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def feasible(self) -> int:
         return len(self.rows)
 
+    def sheet_at(self, row: int) -> Sheet:
+        """The sheet of a searched row's engine."""
+        engine = str(self.choices(row)["engine"])
+        return self.sheets[engine] if self.sheets else self._only_sheet()
+
+    def _only_sheet(self) -> Sheet:
+        assert self.sheet is not None
+        return self.sheet
+
     def choices(self, row: int) -> dict[str, str | float]:
-        """The axes' values at a searched row: hardware and precision, then each cell."""
+        """The axes' values at a searched row: engine, hardware and precision, then each
+        cell."""
         where = grid.indices(self.axes, row, row + 1)
         out: dict[str, str | float] = {}
         for axis in self.axes:
             item = axis.values[int(where[axis.name][0])]
-            if isinstance(axis, grid.Block):
+            if isinstance(axis, grid.Choice):
+                out[axis.name] = str(item)
+            elif isinstance(axis, grid.Block):
                 out["hardware"], out["precision"] = str(item).split("@")
             else:
                 out[axis.name] = float(item)
@@ -151,8 +175,9 @@ def question(spec: ScenarioSpec, slo_texts: Sequence[str], rate_text: str,
 
 
 def question_sets(q: Question) -> tuple[tuple[str, str], ...]:
-    """The question as --set pairs, so that a plain ``perfgraph eval`` re-asks it."""
-    sets = [("request_rate", q.rate_text)]
+    """The question as --set pairs, so that a plain ``perfgraph eval`` re-asks it: the rate
+    (and with it the prefill queue it makes), then the SLOs."""
+    sets = [("request_rate", q.rate_text), ("prefill_queueing", "true")]
     sets += [(SLO_CELLS[n], q.slo_texts[n]) for n in q.slos]
     return tuple(sets)
 
@@ -207,20 +232,24 @@ def _read(sheet: Sheet, cell: str, raw: object) -> float:
 
 
 def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
-          price: Mapping[str, float]) -> tuple[grid.AnyAxis, ...]:
-    """The block of accelerators × precisions, then TP, PP, aggregated/disaggregated and the
-    batch; each ``--search NAME=…`` replaces the default axis of that name or adds one."""
+          price: Mapping[str, float], engine: str | None = None) -> tuple[grid.AnyAxis, ...]:
+    """The engines (default: ``engine``, the scenario's), the block of accelerators ×
+    precisions, then TP, PP, aggregated/disaggregated and the batch; each ``--search NAME=…``
+    replaces the default axis of that name or adds one."""
     cells: dict[str, sweep.Axis] = {n: sweep.Axis(n, v) for n, v in DEFAULT_AXES.items()}
     hardware = [spec.hardware] if spec.hardware else catalog_names("hardware")
     precs = [spec.precision.lower()] if spec.precision else None
+    engines = [engine or spec.engine or DEFAULT_ENGINE]
     for text in search:
         name = text.partition("=")[0].strip()
-        if name in ("hardware", "precision"):
-            axis = sweep.parse_axis(text, None)
+        if name in ("hardware", "precision", "engine"):
+            values = [str(v) for v in sweep.parse_axis(text, None).values]
             if name == "hardware":
-                hardware = [str(v) for v in axis.values]
+                hardware = values
+            elif name == "engine":
+                engines = list(dict.fromkeys(values))
             else:
-                precs = [str(v).lower() for v in axis.values]
+                precs = [v.lower() for v in values]
         elif name in ("model", "workload"):
             raise InputError(f"--search {name}=…: plan answers for one {name}; give it "
                              f"with --{name}", name=name)
@@ -233,7 +262,7 @@ def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
     pinned = [n for n, _ in spec.sets]
     block = hardware_block(sheet, hardware, precs, price, pinned)
     rest = [a for a in cells.values() if a.name not in pinned or a.name in search_names(search)]
-    axes: tuple[grid.AnyAxis, ...] = (block, *rest)
+    axes: tuple[grid.AnyAxis, ...] = (grid.Choice("engine", tuple(engines)), block, *rest)
     sweep.check_size(grid.size(axes))
     return axes
 
@@ -248,48 +277,70 @@ def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
     """Every candidate of the space, evaluated exactly: the feasible ones kept whole."""
     asked = replace(spec, sets=(*spec.sets, *question_sets(q)))
     scenario = load(asked)
-    axes = space(spec, scenario.sheet, search, prices(prices_file))
-    sheet = scenario.sheet
-    units = {n: sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
-    result = Result(q, asked, axes, units, sheet=sheet)
-    _search(result, scenario)
+    axes = space(spec, scenario.sheet, search, prices(prices_file), scenario.engine)
+    sheets = {e: (scenario if e == scenario.engine else load(replace(asked, engine=e))).sheet
+              for e in axes[0].values}
+    units = {n: scenario.sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
+    result = Result(q, asked, axes, units, sheet=sheets[str(axes[0].values[0])], sheets=sheets)
+    _search(result, scenario.sheet.magnitude)
     return result
 
 
-def _search(result: Result, scenario: Scenario) -> None:
+def _search(result: Result, default: Callable[[str], float]) -> None:
     q = result.question
     cell = OBJECTIVES[q.objective][0]
-    limits = {n: q.slos.get(n, scenario.sheet.magnitude(SLO_CELLS[n])) for n in SLO_CELLS}
-    only = (*VALUES, *MASKS, *SERVED.values(), "concurrency")
+    limits = {n: q.slos.get(n, default(SLO_CELLS[n])) for n in SLO_CELLS}
+    only = (*VALUES, *MASKS, *SERVED.values(), "concurrency", "disaggregated")
     rows, kept, objective, violation = [], [], [], []
-    best = dict.fromkeys(SERVED, math.inf)
-    for start, _stop, cols in grid.chunks(scenario.sheet, result.axes, only, CHUNK_ROWS):
-        feasible = cols["plan_feasible"] == 1
-        idx = np.flatnonzero(feasible)
-        rows.append(idx + start)
-        kept.append({n: np.array(cols[n][idx]) for n in VALUES})
-        objective.append(ranked(cols[cell], q.objective).astype(np.float32))
-        violation.append(_violation(cols, limits).astype(np.float32))
-        fits = (cols["batch_fits"] == 1) & (cols["model_fits"] == 1)
-        for name, served in SERVED.items():
-            reached = cols[served][fits]
-            if reached.size and np.isfinite(reached).any():
-                best[name] = min(best[name], float(np.nanmin(reached)))
+    engine, block = result.axes[0], result.axes[1]
+    assert isinstance(block, grid.Block)
+    inner = grid.size(result.axes) // len(engine.values)
+    per = 2 * len(block.labels)
+    best = {n: np.full(per * len(engine.values), np.inf) for n in SERVED}
+    for k, name in enumerate(engine.values):
+        sheet = result.sheets[str(name)]
+        for start, stop, cols in grid.chunks(sheet, result.axes, only, CHUNK_ROWS,
+                                             rows=range(k * inner, (k + 1) * inner)):
+            idx = np.flatnonzero(cols["plan_feasible"] == 1)
+            rows.append(idx + start)
+            kept.append({n: np.array(cols[n][idx]) for n in VALUES})
+            objective.append(ranked(cols[cell], q.objective).astype(np.float32))
+            violation.append(_violation(cols, limits).astype(np.float32))
+            _family_best(best, cols, grid.indices(result.axes, start, stop)[block.name]
+                         + k * len(block.labels), len(block.labels))
     result.searched = grid.size(result.axes)
     result.rows = np.concatenate(rows)
     result.values = {n: np.concatenate([k[n] for k in kept]) for n in VALUES}
     result.objective_all = np.concatenate(objective)
     result.violation_all = np.concatenate(violation)
-    result.best_reached = best
+    result.families = [(str(e), str(label), bool(d)) for e in engine.values
+                       for d in (0, 1) for label in block.labels]
+    result.family_best = best
+    result.best_reached = {n: float(best[n].min()) for n in SERVED}
+
+
+def _family_best(best: dict[str, np.ndarray], cols: Mapping[str, np.ndarray],
+                 item: np.ndarray, labels: int) -> None:
+    """Fold a chunk into each family's best served latency: the family of a row is its
+    engine and accelerator item (``item``) and whether it is disaggregated; only rows that
+    fit in memory count (a batch KV cannot hold reaches nothing)."""
+    n = len(item)
+    fits = (np.broadcast_to(cols["batch_fits"], n) == 1) & \
+        (np.broadcast_to(cols["model_fits"], n) == 1)
+    disagg = np.broadcast_to(cols["disaggregated"], n) != 0
+    # the index in Result.families: engine, then the mode, then the accelerator item
+    key = (item // labels) * 2 * labels + disagg * labels + item % labels
+    for name, served in SERVED.items():
+        reached = np.broadcast_to(cols[served], n)[fits]
+        np.minimum.at(best[name], key[fits], np.where(np.isnan(reached), np.inf, reached))
 
 
 def constraint_ratios(result: Result, row: int) -> dict[str, float]:
     """Each constraint at a searched row, as used ÷ allowed (above 1: missed): the SLOs
     asked, and the batch over what KV holds; ``fits`` 0 where the model does not fit."""
-    assert result.sheet is not None
-    cols = result.sheet.evaluate_columns(grid.grid_columns(result.axes, row, row + 1), 1,
-                                         (*SERVED.values(), "concurrency", "max_concurrency",
-                                          "model_fits"))
+    cols = result.sheet_at(row).evaluate_columns(
+        grid.grid_columns(result.axes, row, row + 1), 1,
+        (*SERVED.values(), "concurrency", "max_concurrency", "model_fits"))
     out = {n: float(cols[SERVED[n]][0]) / v for n, v in result.question.slos.items()}
     out["kv"] = float(cols["concurrency"][0] / cols["max_concurrency"][0])
     out["fits"] = float(cols["model_fits"][0])

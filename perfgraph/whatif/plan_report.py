@@ -1,5 +1,6 @@
 """What ``perfgraph plan`` answers: the best plan, runners-up, the Pareto frontier, the reasons
-the winner wins, and the one line when nothing meets the SLOs."""
+the winner wins (the prefill queue at the rate among them), and when nothing meets the SLOs
+the one line that says which is out of reach, then the best each family reached."""
 
 from __future__ import annotations
 
@@ -9,9 +10,23 @@ from typing import Any
 import numpy as np
 
 from perfgraph.engine.numbers import number
-from perfgraph.whatif.plan import OBJECTIVES, SLO_CELLS, Result, constraint_ratios, ranked
+from perfgraph.whatif import grid
+from perfgraph.whatif.plan import (
+    OBJECTIVES,
+    SERVED,
+    SLO_CELLS,
+    Result,
+    constraint_ratios,
+    ranked,
+)
 
-FAMILY = ("hardware", "precision", "tp", "pp", "disaggregated")
+FAMILY = ("engine", "hardware", "precision", "tp", "pp", "disaggregated")
+#: The cells a queueing reason quotes, in the order it quotes them.
+QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
+         "prefill_queue_wait", "ttft_served", "ttft_at_rate", "prefill_replicas",
+         "prefill_pool_replicas")
+QUEUE_NOTE = ("TTFT includes the prefill queue wait at the rate (M/D/1 per prefill server: "
+              "prefill_queue_wait, in ttft_at_rate)")
 
 
 def frontier(result: Result) -> list[int]:
@@ -60,7 +75,7 @@ def answer(result: Result, top: int) -> dict[str, Any]:
                                   for n, v in q.slos.items()},
                          "request_rate": {"value": q.rate, "unit": "request/s"},
                          "objective": q.objective, "model": result.spec.model,
-                         "workload": result.spec.workload},
+                         "workload": result.spec.workload, "ttft_includes_prefill_queue": True},
             "searched": result.searched, "feasible": result.feasible,
             "best": plan_json(result, best), "reasons": reasons(result, best),
             "frontier": [plan_json(result, i) for i in front],
@@ -91,6 +106,8 @@ def reasons(result: Result, i: int) -> list[str]:
            f"limit at batch {_fmt(c['concurrency'])}"]
     out += [f"{NAMES[k]}: {number(100 * u, 3)}% of its limit" for k, u in used.items()
             if k != tight]
+    if tight == "ttft" or c["disaggregated"]:
+        out += queue_reason(result, row, q.rate_text, binding=tight == "ttft")
     mine = float(ranked(v[OBJECTIVES[q.objective][0]][i:i + 1], q.objective)[0])
     better = np.flatnonzero(result.objective_all < np.float32(mine) - 1e-6 * abs(mine))
     if not better.size:
@@ -100,9 +117,52 @@ def reasons(result: Result, i: int) -> list[str]:
     ratios = constraint_ratios(result, j)
     if not ratios.pop("fits"):
         return [*out, f"no candidate with {BETTER[q.objective]} can hold the model"]
-    missed = "; ".join(f"{NAMES[k]} at {number(100 * r, 3)}% of its limit"
+    missed = "; ".join(f"{NAMES[k]} at {_pct(r)} of its limit"
                        for k, r in sorted(ratios.items(), key=lambda kv: -kv[1]) if r > 1)
-    return [*out, f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}"]
+    out.append(f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}")
+    if ratios.get("ttft", 0.0) > 1:
+        out += queue_reason(result, j, q.rate_text, binding=True, missed=True)
+    return out
+
+
+def queue_numbers(result: Result, row: int) -> dict[str, float]:
+    """The prefill queue cells at a searched row (its engine's sheet)."""
+    cols = result.sheet_at(row).evaluate_columns(
+        grid.grid_columns(result.axes, row, row + 1), 1, QUEUE)
+    return {n: float(cols[n][0]) for n in QUEUE}
+
+
+def queue_reason(result: Result, row: int, rate: str, binding: bool,
+                 missed: bool = False) -> list[str]:
+    """What the prefill queue at the rate does to a row's TTFT, in the graph's numbers:
+    prompts arriving at ``rate`` share the prefill servers, each ρ busy; the M/D/1 wait
+    grows as ρ → 1. Said when TTFT binds (or is what a candidate missed) and the queue is
+    part of it, and for a disaggregated pool enlarged to keep the wait within the SLO."""
+    v = queue_numbers(result, row)
+    slo = result.question.slos.get("ttft")
+    out: list[str] = []
+    rho, wait = v["prefill_utilisation"], v["prefill_queue_wait"]
+    if binding and wait > 0:
+        who = "it" if missed else "the winner"
+        limit = f" of the {result.question.slo_texts['ttft']} SLO" if slo else ""
+        share = (f"; without the queue TTFT would be {number(v['ttft_served'], 4)} ms, within "
+                 "the SLO" if missed and slo and v["ttft_served"] <= slo else "")
+        rho_text = "≥ 100% (the queue grows without bound)" if rho >= 1 else _pct(rho)
+        out.append(f"TTFT from prefill queueing: at {rate} the prompts share "
+                   f"{int(v['prefill_servers'])} prefill server(s) of "
+                   f"{number(v['prefill_service_time'], 4)} ms per prompt, each busy "
+                   f"ρ = {rho_text}; the M/D/1 wait ρ·S/(2(1−ρ)) adds "
+                   f"{number(wait, 4)} ms, so {who} reaches TTFT "
+                   f"{number(v['ttft_at_rate'], 4)} ms{limit}{share}")
+    if v["prefill_pool_replicas"] > v["prefill_replicas"] and not missed:
+        out.append(f"prefill pool sized for the queue: {int(v['prefill_pool_replicas'])} "
+                   f"replicas, not the {int(v['prefill_replicas'])} that carry the prompt "
+                   f"tokens/s, keep the wait at {number(wait, 4)} ms (ρ = {_pct(rho)})")
+    return out
+
+
+def _pct(ratio: float) -> str:
+    return f"{number(100 * ratio, 3)}%" if math.isfinite(ratio) else "unbounded"
 
 
 def _fmt(x: object) -> str:
@@ -124,10 +184,71 @@ def unreachable(result: Result) -> str:
             f"{q.rate_text} together (each alone is reachable)")
 
 
+def families(result: Result) -> list[dict[str, Any]]:
+    """Each family (engine, accelerator × precision, aggregated or disaggregated): the best
+    each asked SLO's served value reached there (rows that fit in memory; each best at its
+    own candidate) with the SLO, closest to the SLOs first; one that never fits, last."""
+    q = result.question
+    out: list[dict[str, Any]] = []
+    for k, (engine, label, disagg) in enumerate(result.families):
+        hardware, precision = label.split("@")
+        best = {SERVED[n]: {"value": float(result.family_best[n][k]), "unit": "ms",
+                            "slo": {"value": v, "unit": _slo_unit(result, n)}}
+                for n, v in q.slos.items()}
+        out.append({"engine": engine, "hardware": hardware, "precision": precision,
+                    "disaggregated": disagg, "fits": bool(np.isfinite(
+                        result.family_best["itl"][k])), "best": best})
+    return sorted(out, key=lambda f: (not f["fits"], max(
+        [_ratio(x) for x in f["best"].values()], default=0.0)))
+
+
+def _ratio(best: dict[str, Any]) -> float:
+    scale = 1e-3 if best["slo"]["unit"] == "s" else 1.0
+    return best["value"] * scale / best["slo"]["value"]
+
+
+def family_lines(result: Result) -> list[str]:
+    """One line per family: its best ITL/TTFT/E2E against each SLO asked."""
+    engines = len({f[0] for f in result.families}) > 1
+    lines = []
+    for f in families(result):
+        name = (f"{f['engine']} · " if engines else "") + \
+            f"{f['hardware']} {f['precision']} {'disagg' if f['disaggregated'] else 'agg'}"
+        if not f["fits"]:
+            lines.append(f"  {name}: holds no searched batch in memory")
+            continue
+        parts = [f"best {NAMES[_short(c)]} {number(b['value'] * _scale(b), 4)} "
+                 f"{b['slo']['unit']} (SLO {number(b['slo']['value'], 4)} {b['slo']['unit']}"
+                 f", {_pct(_ratio(b))})" for c, b in f["best"].items()]
+        lines.append(f"  {name}: " + "; ".join(parts))
+    return lines
+
+
+def _short(cell: str) -> str:
+    return next(n for n, c in SERVED.items() if c == cell)
+
+
+def _scale(best: dict[str, Any]) -> float:
+    return 1e-3 if best["slo"]["unit"] == "s" else 1.0
+
+
+def no_plan(result: Result) -> dict[str, Any]:
+    """Exit 1 as JSON: the question, the counts, the one line, and the families."""
+    q = result.question
+    return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
+                                  for n, v in q.slos.items()},
+                         "request_rate": {"value": q.rate, "unit": "request/s"},
+                         "ttft_includes_prefill_queue": True},
+            "searched": result.searched, "feasible": 0, "unreachable": unreachable(result),
+            "best_reached": {SERVED[n]: {"value": v, "unit": "ms"}
+                             for n, v in result.best_reached.items()},
+            "families": families(result)}
+
+
 def table(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
     lines = [f"searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs",
-             "", _row_header()]
+             QUEUE_NOTE, "", _row_header()]
     lines += [_row(r, k == 0) for k, r in enumerate(rows)]
     lines += ["", "why the best plan:"] + [f"  {r}" for r in ans["reasons"]]
     lines += ["", f"Pareto frontier (tok/s per user vs tok/s per GPU), {len(ans['frontier'])} "
@@ -135,7 +256,7 @@ def table(ans: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-HEAD = ("", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs", "TTFT ms",
+HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs", "TTFT ms",
         "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all", "J/tok")
 
 
@@ -146,11 +267,11 @@ def _row_header() -> str:
 def _row(plan: dict[str, Any], best: bool) -> str:
     c, v = plan["choices"], {k: x["value"] for k, x in plan["values"].items()}
     mode = "disagg" if c["disaggregated"] else "agg"
-    reps = (f"{int(v['prefill_replicas'])}P{int(v['decode_replicas_at_batch'])}D"
+    reps = (f"{int(v['prefill_pool_replicas'])}P{int(v['decode_replicas_at_batch'])}D"
             if c["disaggregated"] else str(int(v["deployment_replicas"])))
-    cells = ("best" if best else "", c["hardware"], c["precision"], int(c["tp"]), int(c["pp"]),
+    cells = ("best" if best else "", c["engine"], c["hardware"], c["precision"], int(c["tp"]), int(c["pp"]),
              mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
-             number(v["ttft_served"], 4), number(v["itl_worst"], 4),
+             number(v["ttft_at_rate"], 4), number(v["itl_worst"], 4),
              number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
              number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_output"], 3),
              number(v["cost_per_mtok_total"], 3), number(v["energy_per_token"], 3))
@@ -159,7 +280,8 @@ def _row(plan: dict[str, Any], best: bool) -> str:
 
 def markdown(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
-    out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.", "",
+    out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.",
+           f"{QUEUE_NOTE}.", "",
            "| " + " | ".join(h or "rank" for h in HEAD) + " |",
            "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(_row(r, k == 0).split()) + " |" for k, r in enumerate(rows)]

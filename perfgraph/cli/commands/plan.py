@@ -12,11 +12,14 @@ from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan, plan_report
 
 EPILOG = """\
-The default space: every catalog accelerator at every precision its [peak_flops] table has,
-tp=1,2,4,8,16, pp=1,2,4,8, disaggregated=0,1 and concurrency=1..1024 (the batch; rows past
-what KV holds are searched and refused). --search NAME=V1,V2,… (sweep's axis syntax, ranges
-too) replaces an axis or adds one (hardware=, precision=, or any cell: spec_k=0,2,4).
-Exit 0 with a plan, 1 when no candidate meets the SLOs, 2 on bad input.
+The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
+at every precision its [peak_flops] table has, tp=1,2,4,8,16, pp=1,2,4,8, disaggregated=0,1
+and concurrency=1..1024 (the batch; rows past what KV holds are searched and refused).
+--search NAME=V1,V2,… (sweep's axis syntax, ranges too) replaces an axis or adds one
+(engine=vllm,sglang,trtllm, hardware=, precision=, or any cell: spec_k=0,2,4).
+TTFT counts the prefill queue wait at the rate (prefill_queueing on: M/D/1 per server).
+Exit 0 with a plan; 1 when no candidate meets the SLOs (the SLO out of reach, then the best
+each family reached); 2 on bad input.
 """
 
 
@@ -35,7 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default 5)")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--out", metavar="FILE.parquet", help="write every feasible plan here")
-    p.add_argument("--launch", choices=launch.ENGINES, help="print the best plan's command")
+    p.add_argument("--launch", nargs="?", const="", choices=("", *launch.ENGINES),
+                   metavar="ENGINE", help="print the best plan's serving command (default: "
+                                          "the best plan's engine)")
     p.add_argument("--prices", metavar="FILE", help="your own $/GPU-hour (prices.toml shape)")
     p.set_defaults(func=run)
 
@@ -44,9 +49,10 @@ def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioS
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
     choice = result.choices(int(result.rows[i]))
     price = plan.prices(prices_file).get(str(choice["hardware"]), 0.0)
-    cells = [(k, _text(v)) for k, v in choice.items() if k not in ("hardware", "precision")]
+    cells = [(k, _text(v)) for k, v in choice.items()
+             if k not in ("engine", "hardware", "precision")]
     return replace(result.spec, hardware=str(choice["hardware"]),
-                   precision=str(choice["precision"]),
+                   precision=str(choice["precision"]), engine=str(choice["engine"]),
                    sets=(*result.spec.sets, *cells, ("gpu_hour_price", _text(price))))
 
 
@@ -57,7 +63,7 @@ def _text(x: object) -> str:
 def eval_line(spec: ScenarioSpec) -> str:
     parts = ["perfgraph eval"] + [f"--{k} {v}" for k, v in (
         ("model", spec.model), ("hardware", spec.hardware), ("workload", spec.workload),
-        ("precision", spec.precision)) if v]
+        ("precision", spec.precision), ("engine", spec.engine)) if v]
     parts += [f"--set '{n}={v}'" for n, v in spec.sets]
     return " ".join(parts)
 
@@ -71,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     q = plan.question(spec, args.slo, args.rate, args.objective)
     result = plan.run(spec, q, args.search, args.prices)
     if result.feasible == 0:
-        print(plan_report.unreachable(result))
+        if args.format == "json":
+            print(json.dumps(plan_report.no_plan(result), indent=2))
+        else:
+            print("\n".join([plan_report.unreachable(result), *plan_report.family_lines(result)]))
         return 1
     ans = plan_report.answer(result, args.top)
     best = best_spec(result, int(result.order()[0]), args.prices)
@@ -82,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
         print(f"\nre-check the best plan: {eval_line(best)}")
-    if args.launch:
-        print(launch.command(args.launch, load(best), _pools(ans)))
+    if args.launch is not None:
+        print(launch.command(args.launch or str(best.engine), load(best), _pools(ans)))
     return 0
 
 
@@ -91,7 +100,7 @@ def _pools(ans: dict) -> dict[str, int]:
     v = {k: int(x["value"]) for k, x in ans["best"]["values"].items()
          if k.endswith("replicas") or k.endswith("batch")}
     if ans["best"]["choices"]["disaggregated"]:
-        return {"prefill": v["prefill_replicas"], "decode": v["decode_replicas_at_batch"]}
+        return {"prefill": v["prefill_pool_replicas"], "decode": v["decode_replicas_at_batch"]}
     return {"replicas": v["deployment_replicas"]}
 
 
