@@ -243,9 +243,9 @@ def test_cli_sweep_writes_parquet(tmp_path, capsys):
 def test_cli_sweep_without_out_prints_csv(capsys):
     assert main(["sweep", "--axis", "tp=1,2", "--only", "tp,itl"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "model,hardware,workload,precision,tp,itl"
-    assert [line.split(",")[4] for line in lines[1:]] == ["1.0", "2.0"]
-    itl = [float(line.split(",")[5]) for line in lines[1:]]
+    assert lines[0] == "model,hardware,workload,precision,engine,tp,itl"
+    assert [line.split(",")[5] for line in lines[1:]] == ["1.0", "2.0"]
+    itl = [float(line.split(",")[6]) for line in lines[1:]]
     assert itl[0] > itl[1]
 
 
@@ -306,7 +306,7 @@ def test_a_csv_out_gets_csv_and_other_names_parquet(tmp_path, capsys):
     assert main(["sweep", "--axis", "tp=1,2", "--only", "tp,itl", "--out",
                  str(tmp_path / "x.csv")]) == 0
     lines = (tmp_path / "x.csv").read_text().splitlines()
-    assert lines[0] == "model,hardware,workload,precision,tp,itl" and len(lines) == 3
+    assert lines[0] == "model,hardware,workload,precision,engine,tp,itl" and len(lines) == 3
     assert main(["sweep", "--axis", "tp=1,2", "--only", "itl", "--out",
                  str(tmp_path / "x.data")]) == 0
     assert pl.read_parquet(tmp_path / "x.data").height == 2

@@ -27,7 +27,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
-from perfgraph.scenario.loading import DEFAULT_ENGINE, Scenario, ScenarioSpec, load, precisions
+from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid, sweep
 
 #: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
@@ -82,6 +82,8 @@ class Result:
     #: reached among rows that fit in memory (inf: none fits), and the closest violation
     families: list[tuple[str, str, bool]] = field(default_factory=list)
     family_best: dict[str, np.ndarray] = field(default_factory=dict)
+    #: accelerators left out of a cost search: no price (prices.toml, --prices)
+    unpriced: list[str] = field(default_factory=list)
 
     @property
     def feasible(self) -> int:
@@ -200,11 +202,20 @@ def prices(path: str | None = None) -> dict[str, float]:
 
 
 def hardware_block(sheet: Sheet, names: Sequence[str], wanted: Sequence[str] | None,
-                   price: Mapping[str, float], pinned: Sequence[str]) -> grid.Block:
-    """One row per accelerator and each precision it supports (its [peak_flops] table)."""
+                   price: Mapping[str, float], pinned: Sequence[str],
+                   unpriced: list[str] | None = None) -> grid.Block:
+    """One row per accelerator and each precision it supports (its [peak_flops] table).
+    With ``unpriced`` (a list), an accelerator without a price is left out and named there
+    (the cost objective cannot rank it)."""
     table = precisions().data
     labels: list[str] = []
     rows: list[dict[str, float]] = []
+    if unpriced is not None:
+        unpriced += [n for n in names if n not in price]
+        if len(unpriced) == len(names):
+            raise InputError(f"--objective cost: no accelerator searched has a price "
+                             f"({', '.join(names)}); give them with --prices FILE")
+        names = [n for n in names if n in price]
     for name in names:
         entry = load_entry("hardware", name)
         peaks = entry.table("peak_flops")
@@ -232,10 +243,12 @@ def _read(sheet: Sheet, cell: str, raw: object) -> float:
 
 
 def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
-          price: Mapping[str, float], engine: str | None = None) -> tuple[grid.AnyAxis, ...]:
+          price: Mapping[str, float], engine: str | None = None,
+          unpriced: list[str] | None = None) -> tuple[grid.AnyAxis, ...]:
     """The engines (default: ``engine``, the scenario's), the block of accelerators ×
     precisions, then TP, PP, aggregated/disaggregated and the batch; each ``--search NAME=…``
-    replaces the default axis of that name or adds one."""
+    replaces the default axis of that name or adds one. With ``unpriced`` (a list), the
+    accelerators without a price are left out and named there."""
     cells: dict[str, sweep.Axis] = {n: sweep.Axis(n, v) for n, v in DEFAULT_AXES.items()}
     hardware = [spec.hardware] if spec.hardware else catalog_names("hardware")
     precs = [spec.precision.lower()] if spec.precision else None
@@ -260,7 +273,7 @@ def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
         else:
             cells[name] = sweep.parse_axis(text, sheet)
     pinned = [n for n, _ in spec.sets]
-    block = hardware_block(sheet, hardware, precs, price, pinned)
+    block = hardware_block(sheet, hardware, precs, price, pinned, unpriced)
     rest = [a for a in cells.values() if a.name not in pinned or a.name in search_names(search)]
     axes: tuple[grid.AnyAxis, ...] = (grid.Choice("engine", tuple(engines)), block, *rest)
     sweep.check_size(grid.size(axes))
@@ -277,11 +290,13 @@ def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
     """Every candidate of the space, evaluated exactly: the feasible ones kept whole."""
     asked = replace(spec, sets=(*spec.sets, *question_sets(q)))
     scenario = load(asked)
-    axes = space(spec, scenario.sheet, search, prices(prices_file), scenario.engine)
-    sheets = {e: (scenario if e == scenario.engine else load(replace(asked, engine=e))).sheet
-              for e in axes[0].values}
+    unpriced: list[str] | None = [] if q.objective == "cost" else None
+    axes = space(spec, scenario.sheet, search, prices(prices_file), scenario.engine, unpriced)
+    sheets = {str(e): (scenario if e == scenario.engine
+                       else load(replace(asked, engine=str(e)))).sheet for e in axes[0].values}
     units = {n: scenario.sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
-    result = Result(q, asked, axes, units, sheet=sheets[str(axes[0].values[0])], sheets=sheets)
+    result = Result(q, asked, axes, units, sheet=sheets[str(axes[0].values[0])], sheets=sheets,
+                    unpriced=unpriced or [])
     _search(result, scenario.sheet.magnitude)
     return result
 

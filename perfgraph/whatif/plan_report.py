@@ -77,6 +77,7 @@ def answer(result: Result, top: int) -> dict[str, Any]:
                          "objective": q.objective, "model": result.spec.model,
                          "workload": result.spec.workload, "ttft_includes_prefill_queue": True},
             "searched": result.searched, "feasible": result.feasible,
+            "skipped_unpriced": result.unpriced,
             "best": plan_json(result, best), "reasons": reasons(result, best),
             "frontier": [plan_json(result, i) for i in front],
             "runners_up": [plan_json(result, i) for i in runners_up(result, order, top)]}
@@ -154,7 +155,8 @@ def queue_reason(result: Result, row: int, rate: str, binding: bool,
                    f"ρ = {rho_text}; the M/D/1 wait ρ·S/(2(1−ρ)) adds "
                    f"{number(wait, 4)} ms, so {who} reaches TTFT "
                    f"{number(v['ttft_at_rate'], 4)} ms{limit}{share}")
-    if v["prefill_pool_replicas"] > v["prefill_replicas"] and not missed:
+    disagg = bool(result.choices(row)["disaggregated"])
+    if disagg and v["prefill_pool_replicas"] > v["prefill_replicas"] and not missed:
         out.append(f"prefill pool sized for the queue: {int(v['prefill_pool_replicas'])} "
                    f"replicas, not the {int(v['prefill_replicas'])} that carry the prompt "
                    f"tokens/s, keep the wait at {number(wait, 4)} ms (ρ = {_pct(rho)})")
@@ -224,6 +226,14 @@ def family_lines(result: Result) -> list[str]:
     return lines
 
 
+def skipped_line(unpriced: list[str]) -> list[str]:
+    """The accelerators a cost search left out, in one line (none: no line)."""
+    if not unpriced:
+        return []
+    return [f"skipped for --objective cost, no price (prices.toml or --prices FILE): "
+            f"{', '.join(unpriced)}"]
+
+
 def _short(cell: str) -> str:
     return next(n for n, c in SERVED.items() if c == cell)
 
@@ -240,6 +250,7 @@ def no_plan(result: Result) -> dict[str, Any]:
                          "request_rate": {"value": q.rate, "unit": "request/s"},
                          "ttft_includes_prefill_queue": True},
             "searched": result.searched, "feasible": 0, "unreachable": unreachable(result),
+            "skipped_unpriced": result.unpriced,
             "best_reached": {SERVED[n]: {"value": v, "unit": "ms"}
                              for n, v in result.best_reached.items()},
             "families": families(result)}
@@ -248,7 +259,7 @@ def no_plan(result: Result) -> dict[str, Any]:
 def table(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
     lines = [f"searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs",
-             QUEUE_NOTE, "", _row_header()]
+             *skipped_line(ans["skipped_unpriced"]), QUEUE_NOTE, "", _row_header()]
     lines += [_row(r, k == 0) for k, r in enumerate(rows)]
     lines += ["", "why the best plan:"] + [f"  {r}" for r in ans["reasons"]]
     lines += ["", f"Pareto frontier (tok/s per user vs tok/s per GPU), {len(ans['frontier'])} "
@@ -256,8 +267,9 @@ def table(ans: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs", "TTFT ms",
-        "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all", "J/tok")
+HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs",
+        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all",
+        "J/tok")
 
 
 def _row_header() -> str:
@@ -269,8 +281,8 @@ def _row(plan: dict[str, Any], best: bool) -> str:
     mode = "disagg" if c["disaggregated"] else "agg"
     reps = (f"{int(v['prefill_pool_replicas'])}P{int(v['decode_replicas_at_batch'])}D"
             if c["disaggregated"] else str(int(v["deployment_replicas"])))
-    cells = ("best" if best else "", c["engine"], c["hardware"], c["precision"], int(c["tp"]), int(c["pp"]),
-             mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
+    cells = ("best" if best else "", c["engine"], c["hardware"], c["precision"], int(c["tp"]),
+             int(c["pp"]), mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
              number(v["ttft_at_rate"], 4), number(v["itl_worst"], 4),
              number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
              number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_output"], 3),
@@ -281,7 +293,7 @@ def _row(plan: dict[str, Any], best: bool) -> str:
 def markdown(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
     out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.",
-           f"{QUEUE_NOTE}.", "",
+           *[f"{s}." for s in skipped_line(ans["skipped_unpriced"])], f"{QUEUE_NOTE}.", "",
            "| " + " | ".join(h or "rank" for h in HEAD) + " |",
            "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(_row(r, k == 0).split()) + " |" for k, r in enumerate(rows)]

@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(plan_report.no_plan(result), indent=2))
         else:
-            print("\n".join([plan_report.unreachable(result), *plan_report.family_lines(result)]))
+            print("\n".join([plan_report.unreachable(result), *plan_report.family_lines(result),
+                             *plan_report.skipped_line(result.unpriced)]))
         return 1
     ans = plan_report.answer(result, args.top)
     best = best_spec(result, int(result.order()[0]), args.prices)
