@@ -379,18 +379,18 @@ class Sheet:
             value = fn(env)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return math.nan
+        if not isinstance(value, np.ndarray):
+            scalar = float(value)
+            return scalar if math.isfinite(scalar) else math.nan
         if _MAY_HIDE_NAN.search(self._decls[name].formula.text):  # type: ignore[union-attr]
-            # a choice, even of a constant, must not hide a failed read: + 0 × each read (NaN)
+            # a comparison or a choice can turn a failed read into a number; it must not:
+            # adding 0 × each read (0, or NaN where the read is NaN) fails those rows
             arrays = [v for v in reads if isinstance(v, np.ndarray)]
             if arrays:
                 nan_rows = arrays[0] * 0.0
                 for v in arrays[1:]:
                     nan_rows += v * 0.0
-                if isinstance(value, np.ndarray) or np.isnan(nan_rows).any():
-                    value = value + nan_rows
-        if not isinstance(value, np.ndarray):
-            scalar = float(value)
-            return scalar if math.isfinite(scalar) else math.nan
+                value = value + nan_rows
         return _nan_for_inf(value)
 
 

@@ -43,8 +43,7 @@ VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
           "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
           "cost_per_mtok_total", "energy_per_token", "max_concurrency", "ttft_at_rate",
-          "prefill_queue_wait", "prefill_utilisation", "prefill_service_time",
-          "prefill_pool_replicas", "prefill_servers")
+          "prefill_queue_wait", "prefill_pool_replicas")
 MASKS = ("plan_feasible", "batch_fits", "model_fits")
 DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
                 "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}
@@ -321,8 +320,8 @@ def _search(result: Result, default: Callable[[str], float]) -> None:
             kept.append({n: np.array(cols[n][idx]) for n in VALUES})
             objective.append(ranked(cols[cell], q.objective).astype(np.float32))
             violation.append(_violation(cols, limits).astype(np.float32))
-            _family_best(best, cols, grid.indices(result.axes, start, stop)[block.name]
-                         + k * len(block.labels), len(block.labels))
+            item = np.arange(start, stop) // (inner // len(block.labels)) % len(block.labels)
+            _family_best(best, cols, item + k * len(block.labels), len(block.labels))
     result.searched = grid.size(result.axes)
     result.rows = np.concatenate(rows)
     result.values = {n: np.concatenate([k[n] for k in kept]) for n in VALUES}
