@@ -242,3 +242,35 @@ def test_the_skip_line_is_printed_with_the_table(capsys: pytest.CaptureFixture[s
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == ("skipped for --objective cost, no price (prices.toml or --prices FILE): "
                         f"{unpriced}")
+
+
+# --------------------------------------------------------------------- the README's examples
+def _readme_plan_examples() -> list[tuple[str, str]]:
+    """(command, output) for each plan example of README.md: a sh block then its text block,
+    or a text block that starts with the ``$ perfgraph plan`` line."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Planning a deployment"):]
+    section = section[:section.index("\n## ", 10)]
+    blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+    out = []
+    for (lang, body), (_, after) in zip(blocks, [*blocks[1:], ("", "")], strict=True):
+        if lang == "sh" and body.startswith("perfgraph plan"):
+            out.append((body.strip(), after.rstrip("\n")))
+        elif lang == "text" and body.startswith("$ perfgraph plan"):
+            first, _, rest = body.partition("\n")
+            out.append((first[2:], rest.rstrip("\n")))
+    return out
+
+
+def test_the_readme_plan_examples_are_what_plan_prints(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    examples = _readme_plan_examples()
+    assert len(examples) == 3
+    for command, shown in examples:
+        main(shlex.split(command)[1:])
+        assert capsys.readouterr().out.rstrip("\n") == shown, command

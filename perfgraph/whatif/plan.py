@@ -344,9 +344,10 @@ def _family_best(best: dict[str, np.ndarray], cols: Mapping[str, np.ndarray],
     disagg = np.broadcast_to(cols["disaggregated"], n) != 0
     # the index in Result.families: engine, then the mode, then the accelerator item
     key = (item // labels) * 2 * labels + disagg * labels + item % labels
+    starts = np.flatnonzero(np.diff(key, prepend=-1))  # a family holds runs of rows
     for name, served in SERVED.items():
-        reached = np.broadcast_to(cols[served], n)[fits]
-        np.minimum.at(best[name], key[fits], np.where(np.isnan(reached), np.inf, reached))
+        reached = np.where(fits, np.broadcast_to(cols[served], n), np.inf)
+        np.fmin.at(best[name], key[starts], np.fmin.reduceat(reached, starts))  # NaN: none
 
 
 def constraint_ratios(result: Result, row: int) -> dict[str, float]:
