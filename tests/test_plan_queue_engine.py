@@ -274,3 +274,24 @@ def test_the_readme_plan_examples_are_what_plan_prints(
     for command, shown in examples:
         main(shlex.split(command)[1:])
         assert capsys.readouterr().out.rstrip("\n") == shown, command
+
+
+def test_a_set_prefill_queueing_off_stands_and_the_output_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    args = ["plan", "--model", "llama-3.3-70b", "--hardware", "h200", "--precision", "fp8",
+            "--set", "isl=8192", "--set", "osl=256", "--slo", "ttft=150ms", "--slo", "itl=50ms",
+            "--rate", "10 request/s", *[f"--search={s}" for s in LONG_SEARCH]]
+    assert main([*args, "--format", "json"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert main([*args, "--set", "prefill_queueing=false", "--format", "json"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert on["question"]["ttft_includes_prefill_queue"] is True
+    assert off["question"]["ttft_includes_prefill_queue"] is False
+    # without the queue one replica carries 10 request/s; with it, the TTFT SLO needs two
+    assert off["best"]["values"]["deployment_gpus"]["value"] == 8
+    assert on["best"]["values"]["deployment_gpus"]["value"] == 16
+    assert off["best"]["values"]["prefill_queue_wait"]["value"] == 0
+    assert main([*args, "--set", "prefill_queueing=false", "--top", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == plan_report.NO_QUEUE_NOTE

@@ -287,7 +287,9 @@ def search_names(search: Sequence[str]) -> set[str]:
 def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
         prices_file: str | None = None) -> Result:
     """Every candidate of the space, evaluated exactly: the feasible ones kept whole."""
-    asked = replace(spec, sets=(*spec.sets, *question_sets(q)))
+    mine = {n for n, _ in spec.sets}  # a --set prefill_queueing=false stands
+    asked = replace(spec, sets=(*spec.sets, *(s for s in question_sets(q) if s[0] not in mine
+                                               or s[0] != "prefill_queueing")))
     scenario = load(asked)
     unpriced: list[str] | None = [] if q.objective == "cost" else None
     axes = space(spec, scenario.sheet, search, prices(prices_file), scenario.engine, unpriced)

@@ -25,8 +25,18 @@ FAMILY = ("engine", "hardware", "precision", "tp", "pp", "disaggregated")
 QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
          "prefill_queue_wait", "ttft_served", "ttft_at_rate", "prefill_replicas",
          "prefill_pool_replicas")
+NO_QUEUE_NOTE = "TTFT without a prefill queue (prefill_queueing set off)"
 QUEUE_NOTE = ("TTFT includes the prefill queue wait at the rate (M/D/1 per prefill server: "
               "prefill_queue_wait, in ttft_at_rate)")
+
+
+def queueing(result: Result) -> bool:
+    """Whether TTFT counts the prefill queue: ``plan`` turns it on unless ``--set`` says."""
+    return bool(result.sheet is not None and result.sheet.magnitude("prefill_queueing"))
+
+
+def _queue_note(ans: dict[str, Any]) -> str:
+    return QUEUE_NOTE if ans["question"]["ttft_includes_prefill_queue"] else NO_QUEUE_NOTE
 
 
 def frontier(result: Result) -> list[int]:
@@ -75,7 +85,8 @@ def answer(result: Result, top: int) -> dict[str, Any]:
                                   for n, v in q.slos.items()},
                          "request_rate": {"value": q.rate, "unit": "request/s"},
                          "objective": q.objective, "model": result.spec.model,
-                         "workload": result.spec.workload, "ttft_includes_prefill_queue": True},
+                         "workload": result.spec.workload,
+                         "ttft_includes_prefill_queue": queueing(result)},
             "searched": result.searched, "feasible": result.feasible,
             "skipped_unpriced": result.unpriced,
             "best": plan_json(result, best), "reasons": reasons(result, best),
@@ -248,7 +259,7 @@ def no_plan(result: Result) -> dict[str, Any]:
     return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
                                   for n, v in q.slos.items()},
                          "request_rate": {"value": q.rate, "unit": "request/s"},
-                         "ttft_includes_prefill_queue": True},
+                         "ttft_includes_prefill_queue": queueing(result)},
             "searched": result.searched, "feasible": 0, "unreachable": unreachable(result),
             "skipped_unpriced": result.unpriced,
             "best_reached": {SERVED[n]: {"value": v, "unit": "ms"}
@@ -259,7 +270,7 @@ def no_plan(result: Result) -> dict[str, Any]:
 def table(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
     lines = [f"searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs",
-             *skipped_line(ans["skipped_unpriced"]), QUEUE_NOTE, "", _row_header()]
+             *skipped_line(ans["skipped_unpriced"]), _queue_note(ans), "", _row_header()]
     lines += [_row(r, k == 0) for k, r in enumerate(rows)]
     lines += ["", "why the best plan:"] + [f"  {r}" for r in ans["reasons"]]
     lines += ["", f"Pareto frontier (tok/s per user vs tok/s per GPU), {len(ans['frontier'])} "
@@ -293,7 +304,7 @@ def _row(plan: dict[str, Any], best: bool) -> str:
 def markdown(ans: dict[str, Any]) -> str:
     rows = [ans["best"], *ans["runners_up"]]
     out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.",
-           *[f"{s}." for s in skipped_line(ans["skipped_unpriced"])], f"{QUEUE_NOTE}.", "",
+           *[f"{s}." for s in skipped_line(ans["skipped_unpriced"])], f"{_queue_note(ans)}.", "",
            "| " + " | ".join(h or "rank" for h in HEAD) + " |",
            "|" + "---|" * len(HEAD)]
     out += ["| " + " | ".join(_row(r, k == 0).split()) + " |" for k, r in enumerate(rows)]
