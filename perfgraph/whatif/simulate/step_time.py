@@ -8,7 +8,11 @@ context so far plus the chunk it writes). Its time is the sheet's decode-step ro
 ======================  ============================================================
 sheet cell              role in the step time
 ======================  ============================================================
-weights_bytes_per_step  bytes every step reads (the weights it touches)
+weights_bytes_per_step  bytes a step reads (the weights it touches), evaluated by the sheet's
+                        own formula over ``step_tokens`` = the step's decodes + prefill
+                        tokens: for an MoE the shared weights plus E × (1 − (1 − k/E)^T) of
+                        each layer's experts (``experts_touched_fraction``), so 1 token reads
+                        the active weights and thousands read every expert
 kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
 decode_attention_       when switched on: ÷ avg_context, the FLOPs per decoded token per
@@ -44,19 +48,25 @@ simulation with them. :meth:`StepModel.check` says how far the model is from tho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
+from perfgraph.engine.units import unit
 from perfgraph.errors import InputError
+
+#: Step token counts the weight-bytes table covers (one sheet evaluation over them all); a
+#: larger step reads the last entry: every expert is touched long before (1 − (1 − k/E)^T
+#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog).
+WEIGHT_TABLE_TOKENS = 16_384
 
 
 @dataclass(frozen=True)
 class StepModel:
     """Per-step coefficients, in B, FLOP, s and tokens."""
 
-    weight_bytes: float
+    weight_bytes: float  # at the scenario's own step (its concurrency and chunk)
     kv_bytes_per_token: float
     flops_per_token: float
     attention_flops: float  # decode: FLOPs per token per context token (0 when off)
@@ -74,6 +84,8 @@ class StepModel:
     comm_per_decode: float  # per decode sequence (exposed share)
     prefill_comm_per_token: float
     ttft_overhead: float
+    #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
+    weight_table: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def from_sheet(cls, sheet: Sheet) -> StepModel:
@@ -101,7 +113,19 @@ class StepModel:
             comm_latency=exposed * m("tp_comm_latency_time", "s"),
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
-            ttft_overhead=m("ttft_overhead", "s"))
+            ttft_overhead=m("ttft_overhead", "s"),
+            weight_table=weight_table(sheet))
+
+    def weights(self, tokens: float) -> float:
+        """Bytes of weights a step of ``tokens`` tokens reads (linear between whole counts;
+        the scenario's figure when there is no table)."""
+        table = self.weight_table
+        if not table:
+            return self.weight_bytes
+        t = min(max(tokens, 0.0), len(table) - 1.0)
+        lo = int(t)
+        w = table[lo]
+        return w + (t - lo) * (table[lo + 1] - w) if t > lo else w
 
     def time(self, decodes: float, prefill: float, kv_tokens: float,
              decode_attention: float = 0.0, prefill_attention: float = 0.0) -> float:
@@ -113,8 +137,9 @@ class StepModel:
         mb, pp, f = self.microbatches, self.pp, self.flops
         att_flops = decode_attention * self.attention_flops \
             + prefill_attention * self.prefill_attention_flops
+        weights = self.weights(decodes + prefill)
         if self.kernel:
-            linear = max(self.weight_bytes / (pp * self.bandwidth),
+            linear = max(weights / (pp * self.bandwidth),
                          (decodes + prefill) * self.flops_per_token / (mb * pp * f))
             attention = max(kv_tokens * self.kv_bytes_per_token
                             / (mb * pp * self.attention_bandwidth),
@@ -122,7 +147,7 @@ class StepModel:
                 + prefill_attention * self.prefill_attention_flops / (mb * pp * f)
             roofline = linear + attention
         else:
-            memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+            memory = (weights + kv_tokens * self.kv_bytes_per_token / mb) / (
                 pp * self.bandwidth)
             compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
             roofline = max(memory, compute)
@@ -131,7 +156,7 @@ class StepModel:
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
         mb, pp = self.microbatches, self.pp
-        memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+        memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
             pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
@@ -143,14 +168,15 @@ class StepModel:
         KV read grows by ``decodes`` tokens (the closed form of a run between events)."""
         mb, pp, f = self.microbatches, self.pp, self.flops
         kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
+        weights = self.weights(decodes)
         if self.kernel:
-            linear = max(self.weight_bytes / (pp * self.bandwidth),
+            linear = max(weights / (pp * self.bandwidth),
                          decodes * self.flops_per_token / (mb * pp * f))
             roofline = linear + np.maximum(
                 kv * (self.kv_bytes_per_token / (mb * pp * self.attention_bandwidth)),
                 kv * (self.attention_flops / (mb * pp * f)))
         else:
-            memory = (self.weight_bytes + kv * (self.kv_bytes_per_token / mb)) / (
+            memory = (weights + kv * (self.kv_bytes_per_token / mb)) / (
                 pp * self.bandwidth)
             compute = (decodes * self.flops_per_token + kv * self.attention_flops) / (
                 mb * pp * f)
@@ -173,3 +199,21 @@ class StepModel:
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
+
+
+def weight_table(sheet: Sheet) -> tuple[float, ...]:
+    """``weights_bytes_per_step`` (B) for ``step_tokens`` = 0 … WEIGHT_TABLE_TOKENS, each
+    row the sheet's own formula (``evaluate_columns``); () when the sheet pins the cell or
+    has no ``step_tokens`` (the scenario's figure then stands for every step)."""
+    if "step_tokens" not in sheet.names or sheet.is_pinned("weights_bytes_per_step") \
+            or sheet.is_pinned("step_tokens"):
+        return ()
+    tokens = np.arange(WEIGHT_TABLE_TOKENS + 1, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        cols = sheet.evaluate_columns({"step_tokens": tokens}, tokens.size,
+                                      only=["weights_bytes_per_step"])
+    factor = unit(sheet.declaration("weights_bytes_per_step").unit).factor / unit("B").factor
+    values = np.asarray(cols["weights_bytes_per_step"], dtype=np.float64) * factor
+    if not np.isfinite(values).all():
+        return ()
+    return tuple(float(v) for v in values)
