@@ -152,20 +152,20 @@ def _lengths_note(record: dict, notes: list[str]) -> None:
 def per_request(record: dict) -> PerRequest | None:
     """The successful requests with output, from ``input_lens``, ``output_lens``, ``ttfts``
     and ``itls`` (all four, of one length; ``errors`` marks the failed); None without them."""
-    keys = ("input_lens", "output_lens", "ttfts", "itls")
-    arrays = [record.get(k) for k in keys]
-    if not all(isinstance(a, list) and a for a in arrays) \
-            or len({len(a) for a in arrays}) != 1:  # type: ignore[arg-type]
+    found = [record.get(k) for k in ("input_lens", "output_lens", "ttfts", "itls")]
+    arrays: list[list] = [a for a in found if isinstance(a, list) and a]
+    if len(arrays) != 4 or len({len(a) for a in arrays}) != 1:
         return None
     errors = record.get("errors")
-    if not isinstance(errors, list) or len(errors) != len(arrays[0]):  # type: ignore[arg-type]
-        errors = [""] * len(arrays[0])  # type: ignore[arg-type]
+    if not isinstance(errors, list) or len(errors) != len(arrays[0]):
+        errors = [""] * len(arrays[0])
     rows = []
     try:
         for isl, osl, ttft, gaps, error in zip(*arrays, errors, strict=True):
-            if error or not isinstance(gaps, list) or check_number(osl, "output_lens[]") < 1:
+            out = check_number(osl, "output_lens[]")
+            if error or not isinstance(gaps, list) or out < 1:
                 continue
-            rows.append((int(check_number(isl, "input_lens[]")), int(osl),
+            rows.append((int(check_number(isl, "input_lens[]")), int(out),
                          check_number(ttft, "ttfts[]") * 1000.0,
                          sum(check_number(g, "itls[]") for g in gaps) * 1000.0))
     except RunRefused:
