@@ -160,6 +160,6 @@ def test_a_record_with_bad_arrays_is_no_record() -> None:
     got = per_request(good)
     assert got is not None and got.isl == (10,) and got.osl == (5,)  # no output: left out
     assert got.ttft_ms == (100.0,) and got.decode_ms == pytest.approx((40.0,))
-    assert per_request({**good, "ttfts": [0.1, -1]}) is None
+    assert per_request({**good, "ttfts": [-0.1, 0.0]}) is None
     assert per_request({**good, "itls": [[0.01]]}) is None  # lengths differ
     assert per_request({k: v for k, v in good.items() if k != "itls"}) is None
