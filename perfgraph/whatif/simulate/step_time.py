@@ -28,7 +28,8 @@ kernel_roofline,        when on, a decode step is the sum of its kernels' roofli
 system_bandwidth,       max(weights ÷ bandwidth, tokens' FLOPs ÷ compute), then attention
 attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_efficiency), its
 efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
-pp, pp_microbatches     ``(m + pp − 1) × roofline``; KV bytes split over ``m``
+pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining each step, max(m, pp)
+pp_step_stages          in steady state); KV bytes split over ``m``
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
@@ -78,6 +79,7 @@ class StepModel:
     kernel: bool
     pp: float
     microbatches: float
+    stages: float  # stage times a step takes: pp_step_stages (m + p − 1, or max(m, p))
     overhead: float
     seq_overhead: float  # per decoding sequence per step
     comm_latency: float  # per decode step (exposed share)
@@ -109,6 +111,8 @@ class StepModel:
             * m("attention_bandwidth_efficiency"),
             kernel=bool(m("kernel_roofline")),
             pp=m("pp"), microbatches=m("pp_microbatches"),
+            stages=m("pp_step_stages") if "pp_step_stages" in sheet.names
+            else m("pp_microbatches") + m("pp") - 1,
             overhead=m("step_overhead", "s"), seq_overhead=m("seq_step_overhead", "s"),
             comm_latency=exposed * m("tp_comm_latency_time", "s"),
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
@@ -151,7 +155,7 @@ class StepModel:
                 pp * self.bandwidth)
             compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
             roofline = max(memory, compute)
-        return ((mb + pp - 1) * roofline + self.overhead + decodes * self.seq_overhead
+        return (self.stages * roofline + self.overhead + decodes * self.seq_overhead
                 + self.comm_latency + self.comm_per_decode * decodes)
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
@@ -160,7 +164,7 @@ class StepModel:
             pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
-        return ((mb + pp - 1) * max(memory, compute) + self.overhead
+        return (self.stages * max(memory, compute) + self.overhead
                 + prefill * self.prefill_comm_per_token)
 
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
@@ -183,7 +187,7 @@ class StepModel:
             roofline = np.maximum(memory, compute)
         fixed = (self.overhead + decodes * self.seq_overhead + self.comm_latency
                  + self.comm_per_decode * decodes)
-        return (mb + pp - 1) * roofline + fixed
+        return self.stages * roofline + fixed
 
     def check(self, sheet: Sheet) -> list[str]:
         """Where the model disagrees with the sheet's own itl / prefill (by > 0.5%)."""
