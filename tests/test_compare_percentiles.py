@@ -130,6 +130,21 @@ def test_the_formats_show_the_percentiles(capsys: pytest.CaptureFixture[str]) ->
     assert "percentiles" in json.loads(capsys.readouterr().out)["runs"][0]
 
 
+def test_parquet_rows_carry_the_percentiles(tmp_path: Path) -> None:
+    import polars as pl
+
+    out = tmp_path / "runs.parquet"
+    assert main(["compare", str(A100), str(NO_RECORD), "--precision", "bf16",
+                 "--format", "parquet", "--out", str(out)]) == 0
+    frame = pl.read_parquet(out)
+    _, (c,) = _compare(A100)
+    row = frame.filter(pl.col("source") == str(A100)).row(0, named=True)
+    assert row["ttft_p50_measured_ms"] == pytest.approx(c.percentiles.measured["ttft"]["p50"])
+    assert row["tpot_p99_simulated_ms"] == pytest.approx(c.percentiles.simulated["tpot"]["p99"])
+    other = frame.filter(pl.col("source") == str(NO_RECORD))
+    assert other["ttft_p50_measured_ms"].is_null().all()
+
+
 def test_files_without_a_record_print_as_before() -> None:
     measured = read_measured([str(NO_RECORD)])
     base = Baseline.from_spec(ScenarioSpec())

@@ -290,6 +290,8 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
         row |= {"mfu": c.mfu, "mbu": c.mbu, "decode_headroom": c.headroom,
                 "findings": [f"{f.id}: {f.text}" for f in c.findings],
                 "caveats": list(r.caveats), "notes": [*s.notes, *r.notes], "error": c.error}
+        if c.percentiles is not None:
+            row |= pcts.columns(c.percentiles)
         out.append({k: _clean(v) for k, v in row.items()})
     return out
 

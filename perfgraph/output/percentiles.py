@@ -90,3 +90,15 @@ def as_dict(p: Percentiles) -> dict:
             **{m: {s: {"measured": p.measured.get(m, {}).get(s),
                        "simulated": p.simulated.get(m, {}).get(s),
                        "error": p.error_of(m, s)} for s in STATS} for m in METRICS}}
+
+
+def columns(p: Percentiles) -> dict:
+    """The Parquet columns: ``ttft_p50_measured_ms`` … ``tpot_p99_simulated_ms``, and what
+    timed the simulation."""
+    out: dict = {"percentiles_reference": p.reference, "percentiles_arrivals": p.arrivals,
+                 "percentiles_error": p.error}
+    for m in METRICS:
+        for s in STATS:
+            out[f"{m}_{s}_measured_ms"] = p.measured.get(m, {}).get(s)
+            out[f"{m}_{s}_simulated_ms"] = p.simulated.get(m, {}).get(s)
+    return out
