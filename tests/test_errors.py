@@ -22,7 +22,7 @@ from perfgraph.errors import (
 )
 
 INTERNAL = {"perfgraph.engine.units._Refused", "perfgraph.measured.setup._Refused",
-            "perfgraph.measured.adapters.base.RunRefused", "perfgraph.cli.main.Interrupted"}
+            "perfgraph.measured.adapters.records.RunRefused", "perfgraph.cli.main.Interrupted"}
 
 
 def _exception_classes() -> dict[str, type]:

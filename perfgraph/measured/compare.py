@@ -37,6 +37,7 @@ from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
+from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
 from perfgraph.scenario.loading import load
 
@@ -81,6 +82,9 @@ class Comparison:
     measured_output: float | None  # output tokens/s of the whole run (see run_points)
     findings: tuple[Finding, ...]
     error: str | None = None  # the run could not be modelled at all
+    #: p50/p99 TTFT and TPOT measured vs a simulation of the run's own requests (runs with a
+    #: per-request record, when ``compare_runs`` is asked for them; see measured/percentiles)
+    percentiles: Percentiles | None = None
 
     def metric(self, name: str) -> MetricComparison | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -103,9 +107,10 @@ class _Measured:
     output_equivalent: float  # output tokens/s of the whole run, like the model's throughput
 
 
-def compare_runs(runs: Iterable[MeasuredRun], base: Baseline,
-                 levers: bool = True) -> tuple[Comparison, ...]:
-    """Compare each run with the model at its configuration; never raises for a bad run."""
+def compare_runs(runs: Iterable[MeasuredRun], base: Baseline, levers: bool = True,
+                 percentiles: bool = False) -> tuple[Comparison, ...]:
+    """Compare each run with the model at its configuration; never raises for a bad run.
+    ``percentiles``: also simulate each run that keeps a per-request record."""
     runs = list(runs)
     setups = [setup_run(run, base) for run in runs]
     results: list[Comparison | None] = [None] * len(runs)
@@ -120,7 +125,17 @@ def compare_runs(runs: Iterable[MeasuredRun], base: Baseline,
         for i, c in zip(members, _compare_group(chosen, [setups[i] for i in members], base,
                                                 levers), strict=True):
             results[i] = c
-    return tuple(c for c in results if c is not None)
+    done = tuple(c for c in results if c is not None)
+    return with_percentiles(done, base) if percentiles else done
+
+
+def with_percentiles(comparisons: Iterable[Comparison], base: Baseline,
+                     ) -> tuple[Comparison, ...]:
+    """The comparisons, each run with a per-request record given its percentiles."""
+    sheets = Sheets(base)
+    return tuple(dataclasses.replace(c, percentiles=percentiles_for(c.run, c.setup, sheets))
+                 if c.error is None and c.run.per_request is not None else c
+                 for c in comparisons)
 
 
 def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:

@@ -23,6 +23,7 @@ from perfgraph.measured.compare import (
 )
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
+from perfgraph.output import percentiles as pcts
 
 _HEAD = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
 
@@ -185,20 +186,35 @@ def as_table(comparisons: Sequence[Comparison], measured: Measured, notes: bool 
     out: list[str] = []
     for source, fmt, runs in _by_source(comparisons, measured):
         header, with_model, with_lengths = _header(runs, reference)
-        out += [f"{source}  [format: {fmt}]", *(f"  {h}" for h in header)]
-        compared = [_row(c, with_model, with_lengths) for c in runs if c.error is None]
-        rows = [list(COLUMNS), *compared] if compared else []
-        widths = [max((len(r[i]) for r in rows), default=0) for i in range(len(COLUMNS))]
+        out += [f"{source}  [format: {fmt}]", *(f"  {h}" for h in [*header,
+                                                                    *pcts.header(runs)])]
+        columns = _columns(runs)
+        compared = [_cells(c, runs, with_model, with_lengths) for c in runs if c.error is None]
+        rows = [list(columns), *compared] if compared else []
+        widths = [max((len(r[i]) for r in rows), default=0) for i in range(len(columns))]
         for r in rows:
             cells = (t.ljust(w) for t, w in zip(r, widths, strict=True))
             out.append(("  " + "  ".join(cells)).rstrip())
-        out += ["  " + line for line in [*_not_compared(runs), *_explained(runs)]]
+        out += ["  " + line for line in [*_not_compared(runs), *pcts.explained(runs),
+                                         *_explained(runs)]]
         if notes:
             out += [f"  #{c.run.index} file note: {n}" for c in runs for n in c.run.notes]
         out.append("")
+    out += pcts.missing(comparisons)
     out += _problem_lines(measured)
     out += summary_lines(comparisons, measured, reference)
     return "\n".join(out) + "\n"
+
+
+def _columns(runs: Sequence[Comparison]) -> tuple[str, ...]:
+    """The table's columns: the percentiles' too where a run of the file has them."""
+    return (*COLUMNS, *pcts.COLUMNS) if pcts.wanted(runs) else COLUMNS
+
+
+def _cells(c: Comparison, runs: Sequence[Comparison], with_model: bool,
+           with_lengths: bool) -> list[str]:
+    row = _row(c, with_model, with_lengths)
+    return [*row, *pcts.cells(c)] if pcts.wanted(runs) else row
 
 
 def problem_lines(measured: Measured) -> list[str]:
@@ -222,15 +238,18 @@ def as_markdown(comparisons: Sequence[Comparison], measured: Measured,
     out = [f"## Measured runs vs the {reference}", ""]
     for source, fmt, runs in _by_source(comparisons, measured):
         header, with_model, with_lengths = _header(runs, reference)
-        out += [f"### `{source}` (format: {fmt})", "", *(f"{h}  " for h in header), "",
-                "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        columns = _columns(runs)
+        out += [f"### `{source}` (format: {fmt})", "",
+                *(f"{h}  " for h in [*header, *pcts.header(runs)]), "",
+                "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for c in runs:
             if c.error is None:
-                row = _row(c, with_model, with_lengths)
+                row = _cells(c, runs, with_model, with_lengths)
                 out.append("| " + " | ".join(t.replace("|", "\\|") for t in row) + " |")
-        explained = [*_not_compared(runs), *_explained(runs)]
+        explained = [*_not_compared(runs), *pcts.explained(runs), *_explained(runs)]
         out += ["", *(f"  - {t.strip()}" if t.startswith("  ") else f"- {t}"
                       for t in explained), ""]
+    out += [f"- {line}" for line in pcts.missing(comparisons)]
     out += [line.replace("refused:", "### Refused") for line in _problem_lines(measured)]
     summary = summary_lines(comparisons, measured, reference)
     out += ["### Summary", "", *(f"- {line}" for line in summary)]
@@ -271,6 +290,8 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
         row |= {"mfu": c.mfu, "mbu": c.mbu, "decode_headroom": c.headroom,
                 "findings": [f"{f.id}: {f.text}" for f in c.findings],
                 "caveats": list(r.caveats), "notes": [*s.notes, *r.notes], "error": c.error}
+        if c.percentiles is not None:
+            row |= pcts.columns(c.percentiles)
         out.append({k: _clean(v) for k, v in row.items()})
     return out
 
@@ -300,6 +321,8 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
         runs.append({**{k: flat[k] for k in keep}, "metrics": metrics,
                      "findings": [{"id": f.id, "title": f.title, "text": f.text, "lever": f.lever,
                                    "effect": f.effect} for f in c.findings]})
+        if c.percentiles is not None:
+            runs[-1]["percentiles"] = pcts.as_dict(c.percentiles)
     compared = [c for c in comparisons if c.error is None]
     document = {
         "formats": [{"source": s, "format": f} for s, f in measured.formats],

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--format parquet writes a file: give --out FILE.parquet")
     base = Baseline.from_spec(spec_from_args(args))
     measured = read_measured(args.runs)
-    comparisons = compare_runs(measured.runs, base)
+    comparisons = compare_runs(measured.runs, base, percentiles=True)
     if args.format == "parquet":
         frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
         write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))

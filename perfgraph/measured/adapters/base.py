@@ -1,281 +1,51 @@
-"""Data types, errors and shared helpers of the measured-run adapters.
+"""The measured-run adapters' shared base: the adapter interface and ``build_run``.
 
-Canonical units: latencies (ttft, tpot, itl, e2el) in ms; token throughputs in token/s;
-request throughput in request/s.  Metric keys: ``ttft``/``tpot``/``itl``/``e2el`` hold the
-MEAN; other statistics are ``<key>_<statistic>`` (``ttft_median``, ``itl_p99`` ...).
-
-``MeasuredRun.index``: the 1-based line number for JSONL files, the 0-based position for a
-JSON array or a results list, 0 for a file that holds a single run.
-
-Every number a run carries is checked here (``check_number``, ``count``, ``positive``,
-``tp_of``, ``concurrency_of``): NaN, infinite, negative, absurdly large, or (for counts and TP)
-fractional values refuse the run with a reason, never a traceback.
+The records live in ``records`` (runs, metrics, documents), the checked numbers and metric
+helpers in ``numbers``; both are re-exported here, where every adapter imports them from.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from perfgraph.errors import MeasuredFileError, UnknownFormatError  # noqa: F401 - re-exported
 
-Statistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std"]
-
-
-@dataclass(frozen=True)
-class Metric:
-    value: float  # in the canonical unit
-    unit: str  # "ms" | "token/s" | "request/s"
-    statistic: str  # mean | median | p99 ... (files may carry other percentiles: p75, p99.9)
-    definition: str  # one phrase of what it means
-
-
-@dataclass(frozen=True)
-class MeasuredRun:
-    source: str
-    format: str
-    index: int
-    label: str
-    model: str | None
-    hardware: str | None
-    tp: int | None
-    concurrency: float | None
-    request_rate: float | None
-    # isl/osl: measured mean tokens per request when the file allows, else configured
-    isl: float | None
-    osl: float | None
-    isl_configured: float | None
-    osl_configured: float | None
-    completed: int | None
-    duration_s: float | None
-    metrics: Mapping[str, Metric]
-    notes: tuple[str, ...]  # everything the reader did or noticed (`compare --notes`)
-    precision: str | None = None  # as the file states it ("FP8", "fp8", "bf16"), else None
-    #: mean requests in flight the file's own numbers show (Little's law: request throughput ×
-    #: mean E2EL), when the file has them; may be below the configured ``concurrency``
-    concurrency_measured: float | None = None
-    #: the measured mean lengths alone (``isl``/``osl`` fall back to the configured ones)
-    isl_measured: float | None = None
-    osl_measured: float | None = None
-    #: a mean OSL implied by the file's latencies where it records no lengths (InferenceMAX)
-    osl_implied: float | None = None
-    #: the notes that change how the numbers read (zero-length outputs, recomputed metrics, ITL
-    #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
-    caveats: tuple[str, ...] = ()
-    #: the mean lengths a configured random range implies where the file records no measured
-    #: ones (InferenceX draws each length uniformly in [0.8, 1.0] × nominal: mean 0.9 × nominal)
-    isl_expected: float | None = None
-    osl_expected: float | None = None
-    #: the serving engine as the file names it, normalised (vllm, sglang, trtllm, atom …)
-    engine: str | None = None
-    #: the deployment beyond TP, as the file gives it (None where it does not say); the model
-    #: may not use every field yet, the run carries them (``compare --format json``)
-    pp: int | None = None
-    gpus: int | None = None  # GPUs the run's per-GPU figures divide by
-    ep: int | None = None
-    dp_attention: bool | None = None
-    disaggregated: bool | None = None
-    prefill_gpus: int | None = None
-    decode_gpus: int | None = None
-    prefill_tp: int | None = None
-    decode_tp: int | None = None
-    prefill_ep: int | None = None
-    decode_ep: int | None = None
-    spec_decoding: str | None = None  # "none", "mtp", "eagle" …
-
-
-@dataclass(frozen=True)
-class RunProblem:
-    source: str
-    index: int | None
-    reason: str
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    source: str
-    format: str
-    runs: tuple[MeasuredRun, ...]
-    problems: tuple[RunProblem, ...]
-
-
-class RunRefused(Exception):
-    """Raised inside an adapter for one bad run; the read loop turns it into a RunProblem."""
-
-
-# --------------------------------------------------------------------------- documents
-
-
-@dataclass(frozen=True)
-class BadLine:
-    line: int
-    error: str
-
-
-@dataclass(frozen=True)
-class Document:
-    source: str
-    kind: Literal["json", "jsonl", "csv"]
-    data: Any  # json: the parsed value; jsonl: list of (line, dict | BadLine); csv: list of rows
-    directory: Path
-
-
-def json_records(doc: Document) -> list[tuple[int, Any]]:
-    if doc.kind == "jsonl":
-        return list(doc.data)
-    if doc.kind == "json" and isinstance(doc.data, list):
-        return list(enumerate(doc.data))
-    if doc.kind == "json":
-        return [(0, doc.data)]
-    return []
-
-
-def first_record(doc: Document) -> dict | None:
-    return next((r for _, r in json_records(doc) if isinstance(r, dict)), None)
-
-
-# --------------------------------------------------------------------------- numbers
-
-
-#: Bounds a real run stays within; beyond them a number is a typo or a corrupt file.
-MAX_TP = 1024  # GPUs in one tensor-parallel group
-MAX_CONCURRENCY = 1_000_000  # requests in flight at once
-
-
-def check_number(value: Any, what: str, allow_inf: bool = False) -> float:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise RunRefused(f"'{what}' is not a number ({value[:40]!r})") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RunRefused(f"'{what}' is not a number ({str(value)[:40]!r})")
-    try:
-        value = float(value)
-    except OverflowError:  # a JSON integer with hundreds of digits
-        raise RunRefused(f"'{what}' is too large (an integer beyond 1e308)") from None
-    if math.isnan(value):
-        raise RunRefused(f"'{what}' is NaN")
-    if math.isinf(value) and not allow_inf:
-        raise RunRefused(f"'{what}' is infinite")
-    if value < 0:
-        raise RunRefused(f"'{what}' is negative ({value})")
-    return float(value)
-
-
-def number(record: Mapping, key: str, required: bool = True, allow_inf: bool = False):
-    """record[key] as a checked float; None if absent and not required."""
-    if record.get(key) is None:
-        if required:
-            raise RunRefused(f"required field '{key}' is missing")
-        return None
-    return check_number(record[key], key, allow_inf)
-
-
-def positive(record: Mapping, key: str, what: str = "") -> float:
-    """record[key], required, as a checked float above 0 (a duration, a token total)."""
-    value = number(record, key)
-    if value <= 0:
-        raise RunRefused(f"'{key}' is 0{what or ': it must be above 0'}")
-    return value
-
-
-def count(value: Any, what: str) -> int:
-    """A number of requests: a whole number of at least 1."""
-    n = check_number(value, what)
-    if n == 0:
-        raise RunRefused(f"'{what}' is 0: no request completed, nothing was measured")
-    if not n.is_integer():
-        raise RunRefused(f"'{what}' is {fmt_num(n)}: a count of requests must be a whole number")
-    return int(n)
-
-
-def completed_count(record: Mapping, key: str) -> int:
-    if record.get(key) is None:
-        raise RunRefused(f"required field '{key}' is missing")
-    return count(record[key], key)
-
-
-def tp_of(value: Any, what: str = "tp") -> int:
-    """A tensor-parallel size: a whole number from 1 to ``MAX_TP``."""
-    n = check_number(value, what)
-    if not n.is_integer() or not 1 <= n <= MAX_TP:
-        raise RunRefused(f"'{what}' is {fmt_num(n)}: TP must be a whole number from 1 to "
-                         f"{MAX_TP}")
-    return int(n)
-
-
-def concurrency_of(value: Any, what: str = "concurrency") -> float:
-    """A configured concurrency: at least 1 request in flight, at most ``MAX_CONCURRENCY``."""
-    n = check_number(value, what)
-    if not 1 <= n <= MAX_CONCURRENCY:
-        raise RunRefused(f"'{what}' is {fmt_num(n)}: concurrency must be from 1 to "
-                         f"{MAX_CONCURRENCY:,} requests in flight")
-    return n
-
-
-def in_flight(metrics: Mapping[str, Metric]) -> float | None:
-    """Mean requests in flight by Little's law: request throughput × mean E2EL."""
-    rate, e2el = metrics.get("request_throughput"), metrics.get("e2el")
-    if rate is None or e2el is None or rate.value <= 0 or e2el.value <= 0:
-        return None
-    return rate.value * e2el.value / 1000.0
-
-
-# --------------------------------------------------------------------------- metrics
-
-_STAT = r"(mean|median|std|min|max|p\d+(?:\.\d+)?)"
-
-
-def metric_key(base: str, statistic: str) -> str:
-    return base if statistic == "mean" else f"{base}_{statistic}"
-
-
-def put(metrics: dict, base: str, statistic: str, value: float, unit: str, definition: str):
-    metrics[metric_key(base, statistic)] = Metric(value, unit, statistic, definition)
-
-
-THROUGHPUTS = {  # the whole-system rates every format names alike: key -> (unit, definition)
-    "request_throughput": ("request/s", "completed requests / s"),
-    "output_throughput": ("token/s", "output tokens / s, whole system"),
-    "input_throughput": ("token/s", "input tokens / s, whole system"),
-    "total_throughput": ("token/s", "input + output tokens / s, whole system"),
-}
-
-
-def put_rate(metrics: dict, base: str, value: float, how: str = "") -> float:
-    """Store a whole-system throughput; `how` says how it was obtained when not read directly."""
-    unit, what = THROUGHPUTS[base]
-    put(metrics, base, "mean", value, unit, f"{what} ({how})" if how else what)
-    return value
-
-
-def collect_stats(
-    record: Mapping,
-    names: Mapping[str, str],
-    suffix: str,
-    scale: float,
-    definitions: Mapping[str, str],
-) -> dict[str, Metric]:
-    """Latency statistics from flat keys '<stat>_<name><suffix>' (e.g. 'p99_itl_ms')."""
-    alternation = "|".join(re.escape(n) for n in names)
-    pattern = re.compile(rf"^{_STAT}_({alternation}){re.escape(suffix)}$")
-    metrics: dict[str, Metric] = {}
-    for key, value in record.items():
-        m = pattern.match(key)
-        if m and value is not None:
-            base = names[m.group(2)]
-            value = check_number(value, key) * scale
-            put(metrics, base, m.group(1), value, "ms", definitions[base])
-    return metrics
-
+from .numbers import (  # noqa: F401 - re-exported
+    MAX_CONCURRENCY,
+    MAX_TP,
+    THROUGHPUTS,
+    check_number,
+    collect_stats,
+    completed_count,
+    concurrency_of,
+    count,
+    fmt_num,
+    in_flight,
+    metric_key,
+    number,
+    positive,
+    put,
+    put_rate,
+    tp_of,
+)
+from .records import (  # noqa: F401 - re-exported
+    BadLine,
+    Context,
+    Document,
+    MeasuredRun,
+    Metric,
+    PerRequest,
+    ReadResult,
+    RunProblem,
+    RunRefused,
+    Statistic,
+    first_record,
+    json_records,
+)
 
 # --------------------------------------------------------------------------- hardware & text
 
@@ -286,12 +56,6 @@ def gpu_name(text: object) -> str | None:
         return None
     name = " ".join(str(text).split())
     return name or None
-
-
-def fmt_num(x: float) -> str:
-    if math.isinf(x):
-        return "inf"
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 def make_label(prefix: str, run: Mapping[str, Any]) -> str:
@@ -309,16 +73,6 @@ def make_label(prefix: str, run: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- building runs
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the caller (overrides) or a sidecar meta.toml says about the file's runs."""
-
-    source: str
-    #: model / hardware / precision / tp / concurrency / isl / osl
-    values: Mapping[str, Any] = field(default_factory=dict)
-    origins: Mapping[str, str] = field(default_factory=dict)  # key -> "overrides" / sidecar name
 
 
 _TARGET = {"isl": "isl_configured", "osl": "osl_configured"}
@@ -350,26 +104,10 @@ def build_run(
     values = {f: fields.get(f) for f in _FIELDS}
     kept: list[str] = [c for c in caveats if c]
     notes_: list[str] = [n for n in notes if n] + kept
-    for key, given in ctx.values.items():
-        target = _TARGET.get(key, key)
-        old, origin = values[target], ctx.origins.get(key, "overrides")
-        if old is not None and old != given:
-            notes_.append(f"{key} {given!r} from {origin} replaces {old!r} in the file")
-        elif old is None:
-            notes_.append(f"{key} {given!r} taken from {origin}")
-        values[target] = given
+    _apply_context(ctx, values, notes_)
     _check_config(values)
     measured = {kind: values[kind] for kind in ("isl", "osl")}
-    for kind in ("isl", "osl"):
-        if values[kind] is None and values[f"{kind}_expected"] is not None:
-            values[kind] = values[f"{kind}_expected"]
-            notes_.append(f"{kind.upper()} is the expected mean of the configured random "
-                          "range; the file records no measured mean")
-        if values[kind] is None and values[f"{kind}_configured"] is not None:
-            values[kind] = values[f"{kind}_configured"]
-            notes_.append(
-                f"{kind.upper()} is the configured value; the file records no measured mean"
-            )
+    _fill_lengths(values, notes_)
     metrics = dict(metrics)
     _derive_per_gpu(metrics, values["gpus"] or values["tp"], notes_)
     for key, m in metrics.items():
@@ -379,6 +117,33 @@ def build_run(
     return MeasuredRun(ctx.source, fmt, index, label, metrics=metrics, notes=tuple(notes_),
                        caveats=tuple(kept), isl_measured=measured["isl"],
                        osl_measured=measured["osl"], **values)
+
+
+def _apply_context(ctx: Context, values: dict, notes: list[str]) -> None:
+    """The overrides' and sidecars' values in place of the file's, each with a note."""
+    for key, given in ctx.values.items():
+        target = _TARGET.get(key, key)
+        old, origin = values[target], ctx.origins.get(key, "overrides")
+        if old is not None and old != given:
+            notes.append(f"{key} {given!r} from {origin} replaces {old!r} in the file")
+        elif old is None:
+            notes.append(f"{key} {given!r} taken from {origin}")
+        values[target] = given
+
+
+def _fill_lengths(values: dict, notes: list[str]) -> None:
+    """ISL and OSL where the file has no measured mean: the expected mean of a configured
+    random range, else the configured value (with a note saying which)."""
+    for kind in ("isl", "osl"):
+        if values[kind] is None and values[f"{kind}_expected"] is not None:
+            values[kind] = values[f"{kind}_expected"]
+            notes.append(f"{kind.upper()} is the expected mean of the configured random "
+                         "range; the file records no measured mean")
+        if values[kind] is None and values[f"{kind}_configured"] is not None:
+            values[kind] = values[f"{kind}_configured"]
+            notes.append(
+                f"{kind.upper()} is the configured value; the file records no measured mean"
+            )
 
 
 def _check_config(values: dict) -> None:

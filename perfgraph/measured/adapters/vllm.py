@@ -22,6 +22,7 @@ from .base import (
     Context,
     Document,
     MeasuredRun,
+    PerRequest,
     RunRefused,
     check_number,
     first_record,
@@ -95,6 +96,7 @@ class VllmAdapter(Adapter):
             tp=tp_of(tp, "tensor_parallel_size") if tp is not None else None,
             pp=deploy.get("pp"), gpus=deploy.get("gpus"),
             engine="vllm" if record.get("backend") == "vllm" else None,  # the client's backend
+            per_request=per_request(record),
         )
 
     def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
@@ -145,6 +147,36 @@ def _lengths_note(record: dict, notes: list[str]) -> None:
         return
     notes.append(f"mean ISL {isl:.1f} / OSL {osl:.1f} over the {len(ins)} per-request "
                  "input_lens/output_lens (measured lengths)")
+
+
+def per_request(record: dict) -> PerRequest | None:
+    """The successful requests with output, from ``input_lens``, ``output_lens``, ``ttfts``
+    and ``itls`` (all four, of one length; ``errors`` marks the failed); None without them."""
+    found = [record.get(k) for k in ("input_lens", "output_lens", "ttfts", "itls")]
+    arrays: list[list] = [a for a in found if isinstance(a, list) and a]
+    if len(arrays) != 4 or len({len(a) for a in arrays}) != 1:
+        return None
+    errors = record.get("errors")
+    if not isinstance(errors, list) or len(errors) != len(arrays[0]):
+        errors = [""] * len(arrays[0])
+    rows = []
+    try:
+        for isl, osl, ttft, gaps, error in zip(*arrays, errors, strict=True):
+            out = check_number(osl, "output_lens[]")
+            if error or not isinstance(gaps, list) or out < 1:
+                continue
+            rows.append((int(check_number(isl, "input_lens[]")), int(out),
+                         check_number(ttft, "ttfts[]") * 1000.0,
+                         sum(check_number(g, "itls[]") for g in gaps) * 1000.0))
+    except RunRefused:
+        return None
+    if not rows:
+        return None
+    burst = record.get("burstiness")
+    isl_, osl_, ttft_, decode = (tuple(col) for col in zip(*rows, strict=True))
+    return PerRequest(isl_, osl_, ttft_, decode,  # type: ignore[arg-type]
+                      burstiness=float(burst) if isinstance(burst, (int, float))
+                      and burst > 0 else 1.0)
 
 
 def _e2el_from_arrays(record: dict, metrics: dict, notes: list[str]) -> None:

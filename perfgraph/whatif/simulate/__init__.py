@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,6 +38,9 @@ class Setup:
     scheduler: str = "vllm"
     token_budget: int | None = None
     max_seqs: int | None = None
+    #: per-request lengths (and rate) already read, in place of ``lengths`` (``compare``
+    #: replays a measured run's own requests this way)
+    given: lens.Lengths | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -80,6 +83,8 @@ def simulate(sheet: Sheet, setup: Setup,
 def _lengths(sheet: Sheet, setup: Setup, rng: np.random.Generator) -> lens.Lengths:
     if setup.requests is not None and setup.requests < 1:
         raise InputError(f"--requests {setup.requests}: need at least one", name="--requests")
+    if setup.given is not None:
+        return setup.given
     if setup.lengths in ("fixed", "workload"):
         n = setup.requests or 5000
         return lens.from_sheet(setup.lengths, sheet, n, rng)

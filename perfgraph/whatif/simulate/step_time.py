@@ -8,7 +8,11 @@ context so far plus the chunk it writes). Its time is the sheet's decode-step ro
 ======================  ============================================================
 sheet cell              role in the step time
 ======================  ============================================================
-weights_bytes_per_step  bytes every step reads (the weights it touches)
+weights_bytes_per_step  bytes a step reads (the weights it touches), evaluated by the sheet's
+                        own formula over ``step_tokens`` = the step's decodes + prefill
+                        tokens: for an MoE the shared weights plus E × (1 − (1 − k/E)^T) of
+                        each layer's experts (``experts_touched_fraction``), so 1 token reads
+                        the active weights and thousands read every expert
 kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
 decode_attention_       when switched on: ÷ avg_context, the FLOPs per decoded token per
@@ -24,7 +28,8 @@ kernel_roofline,        when on, a decode step is the sum of its kernels' roofli
 system_bandwidth,       max(weights ÷ bandwidth, tokens' FLOPs ÷ compute), then attention
 attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_efficiency), its
 efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
-pp, pp_microbatches     ``(m + pp − 1) × roofline``; KV bytes split over ``m``
+pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining each step, max(m, pp)
+pp_step_stages          in steady state); KV bytes split over ``m``
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
@@ -44,19 +49,25 @@ simulation with them. :meth:`StepModel.check` says how far the model is from tho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
+from perfgraph.engine.units import unit
 from perfgraph.errors import InputError
+
+#: Step token counts the weight-bytes table covers (one sheet evaluation over them all); a
+#: larger step reads the last entry: every expert is touched long before (1 − (1 − k/E)^T
+#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog).
+WEIGHT_TABLE_TOKENS = 16_384
 
 
 @dataclass(frozen=True)
 class StepModel:
     """Per-step coefficients, in B, FLOP, s and tokens."""
 
-    weight_bytes: float
+    weight_bytes: float  # at the scenario's own step (its concurrency and chunk)
     kv_bytes_per_token: float
     flops_per_token: float
     attention_flops: float  # decode: FLOPs per token per context token (0 when off)
@@ -68,12 +79,15 @@ class StepModel:
     kernel: bool
     pp: float
     microbatches: float
+    stages: float  # stage times a step takes: pp_step_stages (m + p − 1, or max(m, p))
     overhead: float
     seq_overhead: float  # per decoding sequence per step
     comm_latency: float  # per decode step (exposed share)
     comm_per_decode: float  # per decode sequence (exposed share)
     prefill_comm_per_token: float
     ttft_overhead: float
+    #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
+    weight_table: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def from_sheet(cls, sheet: Sheet) -> StepModel:
@@ -97,11 +111,25 @@ class StepModel:
             * m("attention_bandwidth_efficiency"),
             kernel=bool(m("kernel_roofline")),
             pp=m("pp"), microbatches=m("pp_microbatches"),
+            stages=m("pp_step_stages") if "pp_step_stages" in sheet.names
+            else m("pp_microbatches") + m("pp") - 1,
             overhead=m("step_overhead", "s"), seq_overhead=m("seq_step_overhead", "s"),
             comm_latency=exposed * m("tp_comm_latency_time", "s"),
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
-            ttft_overhead=m("ttft_overhead", "s"))
+            ttft_overhead=m("ttft_overhead", "s"),
+            weight_table=weight_table(sheet))
+
+    def weights(self, tokens: float) -> float:
+        """Bytes of weights a step of ``tokens`` tokens reads (linear between whole counts;
+        the scenario's figure when there is no table)."""
+        table = self.weight_table
+        if not table:
+            return self.weight_bytes
+        t = min(max(tokens, 0.0), len(table) - 1.0)
+        lo = int(t)
+        w = table[lo]
+        return w + (t - lo) * (table[lo + 1] - w) if t > lo else w
 
     def time(self, decodes: float, prefill: float, kv_tokens: float,
              decode_attention: float = 0.0, prefill_attention: float = 0.0) -> float:
@@ -113,8 +141,9 @@ class StepModel:
         mb, pp, f = self.microbatches, self.pp, self.flops
         att_flops = decode_attention * self.attention_flops \
             + prefill_attention * self.prefill_attention_flops
+        weights = self.weights(decodes + prefill)
         if self.kernel:
-            linear = max(self.weight_bytes / (pp * self.bandwidth),
+            linear = max(weights / (pp * self.bandwidth),
                          (decodes + prefill) * self.flops_per_token / (mb * pp * f))
             attention = max(kv_tokens * self.kv_bytes_per_token
                             / (mb * pp * self.attention_bandwidth),
@@ -122,20 +151,20 @@ class StepModel:
                 + prefill_attention * self.prefill_attention_flops / (mb * pp * f)
             roofline = linear + attention
         else:
-            memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+            memory = (weights + kv_tokens * self.kv_bytes_per_token / mb) / (
                 pp * self.bandwidth)
             compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
             roofline = max(memory, compute)
-        return ((mb + pp - 1) * roofline + self.overhead + decodes * self.seq_overhead
+        return (self.stages * roofline + self.overhead + decodes * self.seq_overhead
                 + self.comm_latency + self.comm_per_decode * decodes)
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
         mb, pp = self.microbatches, self.pp
-        memory = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token / mb) / (
+        memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
             pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
-        return ((mb + pp - 1) * max(memory, compute) + self.overhead
+        return (self.stages * max(memory, compute) + self.overhead
                 + prefill * self.prefill_comm_per_token)
 
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
@@ -143,21 +172,22 @@ class StepModel:
         KV read grows by ``decodes`` tokens (the closed form of a run between events)."""
         mb, pp, f = self.microbatches, self.pp, self.flops
         kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
+        weights = self.weights(decodes)
         if self.kernel:
-            linear = max(self.weight_bytes / (pp * self.bandwidth),
+            linear = max(weights / (pp * self.bandwidth),
                          decodes * self.flops_per_token / (mb * pp * f))
             roofline = linear + np.maximum(
                 kv * (self.kv_bytes_per_token / (mb * pp * self.attention_bandwidth)),
                 kv * (self.attention_flops / (mb * pp * f)))
         else:
-            memory = (self.weight_bytes + kv * (self.kv_bytes_per_token / mb)) / (
+            memory = (weights + kv * (self.kv_bytes_per_token / mb)) / (
                 pp * self.bandwidth)
             compute = (decodes * self.flops_per_token + kv * self.attention_flops) / (
                 mb * pp * f)
             roofline = np.maximum(memory, compute)
         fixed = (self.overhead + decodes * self.seq_overhead + self.comm_latency
                  + self.comm_per_decode * decodes)
-        return (mb + pp - 1) * roofline + fixed
+        return self.stages * roofline + fixed
 
     def check(self, sheet: Sheet) -> list[str]:
         """Where the model disagrees with the sheet's own itl / prefill (by > 0.5%)."""
@@ -173,3 +203,21 @@ class StepModel:
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
+
+
+def weight_table(sheet: Sheet) -> tuple[float, ...]:
+    """``weights_bytes_per_step`` (B) for ``step_tokens`` = 0 … WEIGHT_TABLE_TOKENS, each
+    row the sheet's own formula (``evaluate_columns``); () when the sheet pins the cell or
+    has no ``step_tokens`` (the scenario's figure then stands for every step)."""
+    if "step_tokens" not in sheet.names or sheet.is_pinned("weights_bytes_per_step") \
+            or sheet.is_pinned("step_tokens"):
+        return ()
+    tokens = np.arange(WEIGHT_TABLE_TOKENS + 1, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        cols = sheet.evaluate_columns({"step_tokens": tokens}, tokens.size,
+                                      only=["weights_bytes_per_step"])
+    factor = unit(sheet.declaration("weights_bytes_per_step").unit).factor / unit("B").factor
+    values = np.asarray(cols["weights_bytes_per_step"], dtype=np.float64) * factor
+    if not np.isfinite(values).all():
+        return ()
+    return tuple(float(v) for v in values)

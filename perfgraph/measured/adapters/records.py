@@ -1,0 +1,154 @@
+"""The records the measured-run adapters produce, and the documents they read.
+
+Canonical units: latencies (ttft, tpot, itl, e2el) in ms; token throughputs in token/s;
+request throughput in request/s.  Metric keys: ``ttft``/``tpot``/``itl``/``e2el`` hold the
+MEAN; other statistics are ``<key>_<statistic>`` (``ttft_median``, ``itl_p99`` ...).
+
+``MeasuredRun.index``: the 1-based line number for JSONL files, the 0-based position for a
+JSON array or a results list, 0 for a file that holds a single run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Statistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    value: float  # in the canonical unit
+    unit: str  # "ms" | "token/s" | "request/s"
+    statistic: str  # mean | median | p99 ... (files may carry other percentiles: p75, p99.9)
+    definition: str  # one phrase of what it means
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """A run's per-request record (vLLM ``--save-result``: ``input_lens``, ``output_lens``,
+    ``ttfts``, ``itls``): the successful requests that returned output, in the file's order.
+    ``decode_ms`` is each request's time from its first token to its last (the sum of its
+    inter-token gaps), so its TPOT is ``decode_ms / (osl − 1)`` as vLLM computes it."""
+
+    isl: tuple[int, ...]
+    osl: tuple[int, ...]
+    ttft_ms: tuple[float, ...]
+    decode_ms: tuple[float, ...]
+    burstiness: float = 1.0  # the client's gamma shape for its gaps (1: Poisson)
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    source: str
+    format: str
+    index: int
+    label: str
+    model: str | None
+    hardware: str | None
+    tp: int | None
+    concurrency: float | None
+    request_rate: float | None
+    # isl/osl: measured mean tokens per request when the file allows, else configured
+    isl: float | None
+    osl: float | None
+    isl_configured: float | None
+    osl_configured: float | None
+    completed: int | None
+    duration_s: float | None
+    metrics: Mapping[str, Metric]
+    notes: tuple[str, ...]  # everything the reader did or noticed (`compare --notes`)
+    precision: str | None = None  # as the file states it ("FP8", "fp8", "bf16"), else None
+    #: mean requests in flight the file's own numbers show (Little's law: request throughput ×
+    #: mean E2EL), when the file has them; may be below the configured ``concurrency``
+    concurrency_measured: float | None = None
+    #: the measured mean lengths alone (``isl``/``osl`` fall back to the configured ones)
+    isl_measured: float | None = None
+    osl_measured: float | None = None
+    #: a mean OSL implied by the file's latencies where it records no lengths (InferenceMAX)
+    osl_implied: float | None = None
+    #: the notes that change how the numbers read (zero-length outputs, recomputed metrics, ITL
+    #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
+    caveats: tuple[str, ...] = ()
+    #: the mean lengths a configured random range implies where the file records no measured
+    #: ones (InferenceX draws each length uniformly in [0.8, 1.0] × nominal: mean 0.9 × nominal)
+    isl_expected: float | None = None
+    osl_expected: float | None = None
+    #: the serving engine as the file names it, normalised (vllm, sglang, trtllm, atom …)
+    engine: str | None = None
+    #: the deployment beyond TP, as the file gives it (None where it does not say); the model
+    #: may not use every field yet, the run carries them (``compare --format json``)
+    pp: int | None = None
+    gpus: int | None = None  # GPUs the run's per-GPU figures divide by
+    ep: int | None = None
+    dp_attention: bool | None = None
+    disaggregated: bool | None = None
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+    prefill_tp: int | None = None
+    decode_tp: int | None = None
+    prefill_ep: int | None = None
+    decode_ep: int | None = None
+    spec_decoding: str | None = None  # "none", "mtp", "eagle" …
+    #: the per-request record, where the file keeps one (``compare``'s percentiles)
+    per_request: PerRequest | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class RunProblem:
+    source: str
+    index: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    source: str
+    format: str
+    runs: tuple[MeasuredRun, ...]
+    problems: tuple[RunProblem, ...]
+
+
+class RunRefused(Exception):
+    """Raised inside an adapter for one bad run; the read loop turns it into a RunProblem."""
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True)
+class BadLine:
+    line: int
+    error: str
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str
+    kind: Literal["json", "jsonl", "csv"]
+    data: Any  # json: the parsed value; jsonl: list of (line, dict | BadLine); csv: list of rows
+    directory: Path
+
+
+def json_records(doc: Document) -> list[tuple[int, Any]]:
+    if doc.kind == "jsonl":
+        return list(doc.data)
+    if doc.kind == "json" and isinstance(doc.data, list):
+        return list(enumerate(doc.data))
+    if doc.kind == "json":
+        return [(0, doc.data)]
+    return []
+
+
+def first_record(doc: Document) -> dict | None:
+    return next((r for _, r in json_records(doc) if isinstance(r, dict)), None)
+@dataclass(frozen=True)
+class Context:
+    """What the caller (overrides) or a sidecar meta.toml says about the file's runs."""
+
+    source: str
+    #: model / hardware / precision / tp / concurrency / isl / osl
+    values: Mapping[str, Any] = field(default_factory=dict)
+    origins: Mapping[str, str] = field(default_factory=dict)  # key -> "overrides" / sidecar name
