@@ -45,8 +45,6 @@ OVER = {
     "perfgraph/measured/setup.py": 409,
     "perfgraph/measured/adapters/base.py:build_run": 51,
     "perfgraph/measured/adapters/inferencemax.py:read_record": 68,
-    "perfgraph/scenario/import_model.py:_shape": 63,
-    "perfgraph/scenario/import_model.py:model_toml": 82,
 }
 
 
