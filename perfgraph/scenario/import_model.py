@@ -23,8 +23,13 @@ import tomlkit
 from tomlkit.items import Item
 
 from perfgraph.errors import ImportModelError
-from perfgraph.scenario.hf_config import attention_kinds, breakdown, shape, shared_expert, \
-    text_config
+from perfgraph.scenario.hf_config import (
+    attention_kinds,
+    breakdown,
+    shape,
+    shared_expert,
+    text_config,
+)
 
 __all__ = ["ImportModelError", "count_params", "extra_values", "model_toml", "weight_precision"]
 
