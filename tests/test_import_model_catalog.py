@@ -195,3 +195,19 @@ def test_catalog_model_files_agree_with_their_configs(slug: str, hf_id: str) -> 
     assert "Source:" in text.splitlines()[0] and doc["hf_id"] == hf_id
     assert doc["values"] == generated["values"]
     assert doc.get("weight_precision") == generated.get("weight_precision")
+
+
+def test_deepseek_r1_matches_its_checkpoint_tensor_for_tensor() -> None:
+    """DeepSeek-R1's checkpoint holds 684,531,386,000 values (its safetensors headers, as a
+    public model-info report prints them): this count (671.03e9, no MTP) plus the one
+    multi-token-prediction layer and the FP8 block scales, exactly."""
+    d, v = 7168, 129280
+    mla = (d * 1536 + 1536 + 1536 * 128 * 192            # q_a, q_a_layernorm, q_b
+           + d * 576 + 512 + 512 * 128 * 256              # kv_a_proj_with_mqa, norm, kv_b
+           + 128 * 128 * d)                               # o_proj
+    moe = d * 256 + 256 + 257 * 3 * d * 2048              # router + bias, 256 routed + 1 shared
+    mtp = mla + 2 * d + moe + d * 2 * d + 2 * v * d + 3 * d  # eh_proj, embed, head, 3 norms
+    scales = ((5 * 56 + 256 * 4 + 56 * 128 + 12 * 56 + 192 * 12) * 62   # attention, 61 + MTP
+              + 3 * 3 * 144 * 56 + 59 * 257 * 3 * 16 * 56)              # dense and MoE MLPs
+    total, _ = count_params(config("deepseek-r1-0528"))
+    assert total + mtp + scales == 684_531_386_000
