@@ -21,7 +21,10 @@ def test_the_catalogs_hold_what_the_issue_lists() -> None:
     assert set(HARDWARE) >= {"h100-sxm", "h100-pcie", "h200", "b200", "mi300x", "mi325x",
                              "mi355x", "a100-80gb", "l40s"}
     assert set(MODELS) >= {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b",
-                           "mixtral-8x7b", "qwen2.5-72b", "deepseek-v3", "gpt-oss-120b"}
+                           "mixtral-8x7b", "qwen2.5-72b", "deepseek-v3", "gpt-oss-120b",
+                           "deepseek-r1-0528", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                           "llama-4-scout", "llama-4-maverick", "kimi-k2-instruct",
+                           "gemma-3-27b", "qwen3-next-80b-a3b", "mistral-7b"}
     assert set(WORKLOADS) >= {"chat-1k1k", "long-prompt-8k1k", "long-output-1k8k"}
     assert len(WORKLOADS) >= 4
 

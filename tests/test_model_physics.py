@@ -193,3 +193,59 @@ def test_mistral_sliding_layers_grow_until_the_window_fills() -> None:
     assert mag(long, "kv_bytes_per_seq", "B") == 32 * 4096 * layer
     assert mag(long, "kv_bytes_max_context", "B") == 32 * 4096 * layer
     assert mag(long, "kv_crossover_context", "token") == 0  # never: KV stopped growing
+
+
+# ---- Llama 4 Scout: 48 layers, 36 of them chunked (8192-token chunks), every layer MoE 1-of-16.
+SCOUT_D, SCOUT_V, SCOUT_EXPERT = 5120, 202048, 3 * 5120 * 8192
+SCOUT_ROUTED = 48 * 16 * SCOUT_EXPERT
+
+
+def test_llama_4_scout_chunked_kv_and_weights_by_hand() -> None:
+    layer = 2 * 8 * 128 * 2                          # K and V of 8 heads x 128 at BF16
+    short = scenario(("concurrency", 16), model="llama-4-scout", precision="bf16")
+    assert mag(short, "kv_bytes_per_token", "B/token") == 48 * layer   # 1536 < 8192: all grow
+    n = mag(short, "n_params")
+    assert n == 107_769_861_120
+    assert mag(short, "params_routed_experts") == SCOUT_ROUTED
+    assert mag(short, "params_shared_experts") == 48 * SCOUT_EXPERT
+    assert mag(short, "params_embedding") == 2 * SCOUT_V * SCOUT_D
+    assert mag(short, "weights_bytes", "B") == n * 2
+    step = ((n - SCOUT_ROUTED) + distinct(16, 1, 16) * SCOUT_ROUTED) * 2
+    assert mag(short, "weights_bytes_per_step", "B") == pytest.approx(step)
+    long = scenario(("isl", 16384), ("max_context", 32768), model="llama-4-scout",
+                    precision="bf16")
+    ctx = 16384 + 1024 / 2
+    assert mag(long, "kv_bytes_per_token", "B/token") == 12 * layer     # the global layers
+    assert mag(long, "kv_bytes_per_seq", "B") == pytest.approx(
+        ctx * 12 * layer + 36 * 8192 * layer)
+    assert mag(long, "kv_bytes_max_context", "B") == pytest.approx(
+        32768 * 12 * layer + 36 * 8192 * layer)
+
+
+def test_llama_4_scout_prefill_pairs_count_whole_chunks() -> None:
+    sc = scenario(("isl", 20000), ("attention_flops", "true"), model="llama-4-scout",
+                  precision="bf16")
+    chunk, rest = 8192, 20000 - 2 * 8192
+    pairs = 12 * 20000 ** 2 / 2 + 36 * (2 * chunk ** 2 / 2 + rest ** 2 / 2)
+    assert mag(sc, "prefill_attended_pairs", "token**2") == pytest.approx(pairs)
+    assert mag(sc, "prefill_attention_flops", "FLOP") == pytest.approx(
+        2 * 40 * (128 + 128) * pairs)
+
+
+# ---- Qwen3-Next-80B-A3B: 12 gated-attention layers, 36 Gated DeltaNet, 512 experts top-10.
+def test_qwen3_next_kv_linear_state_and_weights_by_hand() -> None:
+    sc = scenario(("concurrency", 8), model="qwen3-next-80b-a3b", precision="bf16")
+    layer = 2 * 2 * 256 * 2                          # K and V of 2 heads x 256 at BF16
+    assert mag(sc, "kv_bytes_per_token", "B/token") == 12 * layer == 24_576
+    state = 36 * (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2   # constant, BF16
+    assert mag(sc, "linear_state_bytes_per_seq", "B") == state == 39_518_208
+    ctx = 1024 + 1024 / 2
+    assert mag(sc, "kv_bytes_per_seq", "B") == pytest.approx(ctx * 12 * layer + state)
+    routed = 48 * 512 * 3 * 2048 * 512
+    shared = 48 * (3 * 2048 * 512 + 2048)           # shared expert + its sigmoid gate
+    n = mag(sc, "n_params")
+    assert (n, mag(sc, "params_routed_experts"), mag(sc, "params_shared_experts")) == \
+        (79_674_391_296, routed, shared)
+    assert mag(sc, "weights_bytes", "B") == n * 2
+    step = ((n - routed) + distinct(512, 10, 8) * routed) * 2
+    assert mag(sc, "weights_bytes_per_step", "B") == pytest.approx(step)

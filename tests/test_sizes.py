@@ -43,8 +43,6 @@ OVER = {
     "perfgraph/engine/units.py": 500,
     "perfgraph/measured/setup.py": 409,
     "perfgraph/measured/adapters/inferencemax.py:read_record": 68,
-    "perfgraph/scenario/import_model.py:_shape": 63,
-    "perfgraph/scenario/import_model.py:model_toml": 82,
 }
 
 

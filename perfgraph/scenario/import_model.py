@@ -1,16 +1,12 @@
 """Turn a Hugging Face ``config.json`` into a perfgraph model TOML.
 
-Two pure functions, no I/O (the CLI reads the file and writes the result):
+Pure functions, no I/O (the CLI reads the file and writes the result):
 
 * :func:`count_params` counts total and per-token active parameters from the architecture
-  fields alone: dense Llama / Qwen2 / Qwen3 / Mistral, Mixtral, Qwen-MoE (shared expert,
-  ``decoder_sparse_step``, ``mlp_only_layers``), DeepSeek-V2/V3 (MLA, shared experts,
-  ``first_k_dense_replace``, ``moe_layer_freq``) and gpt-oss (biases everywhere, sinks).
-* :func:`model_toml` writes the model TOML, with the derivation in comments.
+  fields alone (the families and conventions are in :mod:`perfgraph.scenario.hf_config`).
+* :func:`model_toml` writes the model TOML, with the derivation in comments (built by
+  tomlkit, so the text always parses and every value row carries its comment).
 
-Conventions. Every weight matrix, bias and norm vector is counted; rotary tables and other
-buffers are not. DeepSeek's multi-token-prediction layers (``num_nextn_predict_layers``) are
-a speculative-decoding add-on and are left out, as DeepSeek's own 671B figure does.
 *Active* = total minus the routed experts a token does not visit, so a dense model's active
 count equals its total and the embedding table counts in both (the convention of
 Mistral's 12.9B for Mixtral; OpenAI's 5.13B for gpt-oss-120b leaves the embedding out; pass
@@ -23,148 +19,19 @@ import re
 import textwrap
 from typing import Any
 
+import tomlkit
+from tomlkit.items import Item
+
 from perfgraph.errors import ImportModelError
+from perfgraph.scenario.hf_config import (
+    attention_kinds,
+    breakdown,
+    shape,
+    shared_expert,
+    text_config,
+)
 
-__all__ = ["ImportModelError", "count_params", "model_toml"]
-
-
-
-
-def _text_config(config: dict) -> dict:
-    """Multimodal configs nest the language model under ``text_config``."""
-    if not isinstance(config, dict):
-        raise ImportModelError(f"config must be a JSON object, got {type(config).__name__}")
-    if "hidden_size" not in config and isinstance(config.get("text_config"), dict):
-        return {**config, **config["text_config"]}
-    return config
-
-
-def _int(config: dict, key: str, default: int | None = None, *, minimum: int = 1) -> int:
-    """A required (or defaulted) non-negative integer field, with an error naming it."""
-    value = config.get(key)
-    value = default if value is None else value  # an explicit null means "use the default"
-    if value is None:
-        raise ImportModelError(f"config.json has no {key!r}, which the parameter count needs")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            (isinstance(value, float) and not value.is_integer()):
-        raise ImportModelError(f"config.json field {key!r} must be an integer, got {value!r}")
-    if int(value) < minimum:
-        raise ImportModelError(f"config.json field {key!r} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _first(config: dict, *keys: str) -> str | None:
-    return next((k for k in keys if config.get(k) is not None), None)
-
-
-def _shape(config: dict) -> dict[str, Any]:
-    """The architecture fields the count and the TOML use, validated."""
-    c = _text_config(config)
-    mt = str(c.get("model_type", "")).lower()
-    d = _int(c, "hidden_size")
-    heads = _int(c, "num_attention_heads")
-    s: dict[str, Any] = {
-        "model_type": mt,
-        "d": d,
-        "layers": _int(c, "num_hidden_layers"),
-        "vocab": _int(c, "vocab_size"),
-        "heads": heads,
-        "kv_heads": _int(c, "num_key_value_heads", heads),
-        "tied": bool(c.get("tie_word_embeddings", False)),
-        "mla": c.get("kv_lora_rank") is not None,
-    }
-    if c.get("head_dim") is not None:
-        s["head_dim"] = _int(c, "head_dim")
-    elif d % heads:
-        raise ImportModelError(f"config.json has no 'head_dim' and hidden_size {d} is not a "
-                               f"multiple of num_attention_heads {heads}")
-    else:
-        s["head_dim"] = d // heads
-    n_exp_key = _first(c, "n_routed_experts", "num_local_experts", "num_experts")
-    s["experts"] = _int(c, n_exp_key, minimum=0) if n_exp_key else 0
-    if s["experts"]:
-        k_key = _first(c, "num_experts_per_tok", "experts_per_token", "num_experts_per_token")
-        if k_key is None:
-            raise ImportModelError("config.json has experts but no 'num_experts_per_tok'")
-        s["top_k"] = _int(c, k_key)
-        if s["top_k"] > s["experts"]:
-            raise ImportModelError(f"{k_key!r} ({s['top_k']}) exceeds the expert count "
-                                   f"{n_exp_key!r} ({s['experts']})")
-        ffn_key = "moe_intermediate_size" if c.get("moe_intermediate_size") else "intermediate_size"
-        s["expert_ffn"] = _int(c, ffn_key)
-        s["shared_ffn"] = (_int(c, "n_shared_experts", 0, minimum=0) * s["expert_ffn"]
-                           + _int(c, "shared_expert_intermediate_size", 0, minimum=0))
-        # Which layers are MoE: DeepSeek (first_k_dense_replace, moe_layer_freq) or
-        # Qwen-MoE (decoder_sparse_step, mlp_only_layers); the others use a dense MLP.
-        if "n_routed_experts" in c:
-            first = _int(c, "first_k_dense_replace", 0, minimum=0)
-            freq = _int(c, "moe_layer_freq", 1)
-            moe = [i >= first and i % freq == 0 for i in range(s["layers"])]
-        else:
-            step, only = _int(c, "decoder_sparse_step", 1), set(c.get("mlp_only_layers") or [])
-            moe = [i not in only and (i + 1) % step == 0 for i in range(s["layers"])]
-        s["moe_layers"] = sum(moe)
-    else:
-        s["moe_layers"] = 0
-    s["dense_layers"] = s["layers"] - s["moe_layers"]
-    s["ffn"] = _int(c, "intermediate_size") if s["dense_layers"] or not s["experts"] else 0
-    if s["mla"]:
-        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            s[key] = _int(c, key)
-        s["q_lora_rank"] = _int(c, "q_lora_rank", 0, minimum=0)
-    s["gpt_oss"] = mt == "gpt_oss"
-    s["qkv_bias"] = mt in ("qwen2", "qwen2_moe") or bool(c.get("attention_bias"))
-    s["o_bias"] = bool(c.get("attention_bias")) and not mt.startswith("qwen")
-    s["qk_norm"] = mt in ("qwen3", "qwen3_moe", "gemma3_text") or bool(c.get("qk_layernorm"))
-    s["norms"] = 4 if mt == "gemma3_text" else 2  # Gemma 3: pre/post norms around both blocks
-    s["mlp_bias"] = bool(c.get("mlp_bias")) or s["gpt_oss"]
-    s["noaux_bias"] = c.get("topk_method") == "noaux_tc"  # e_score_correction_bias
-    return s
-
-
-def _attention(s: dict) -> int:
-    d, h, kv, hd = s["d"], s["heads"], s["kv_heads"], s["head_dim"]
-    if s["mla"]:
-        qk = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
-        r = s["q_lora_rank"]
-        q = d * r + r + r * h * qk if r else d * h * qk              # q_a, q_a_norm, q_b
-        kv_p = (d * (s["kv_lora_rank"] + s["qk_rope_head_dim"])    # kv_a_proj_with_mqa
-                + s["kv_lora_rank"]                                 # kv_a_layernorm
-                + s["kv_lora_rank"] * h * (s["qk_nope_head_dim"] + s["v_head_dim"]))
-        return q + kv_p + h * s["v_head_dim"] * d                   # + o_proj
-    n = d * (h + 2 * kv) * hd + h * hd * d                          # q, k, v, o
-    n += (h + 2 * kv) * hd if s["qkv_bias"] else 0
-    n += d if s["o_bias"] else 0
-    n += 2 * hd if s["qk_norm"] else 0
-    n += h if s["gpt_oss"] else 0                                   # attention sinks
-    return n
-
-
-def _mlp(s: dict, width: int) -> int:
-    """One gated (SwiGLU) MLP: gate, up, down, and their biases where the model has them."""
-    return 3 * s["d"] * width + ((2 * width + s["d"]) if s["mlp_bias"] else 0)
-
-
-def _breakdown(s: dict) -> dict[str, tuple[int, int]]:
-    """(total, active) per part of the model; their sums are :func:`count_params`."""
-    d, n_layers, e = s["d"], s["layers"], s["experts"]
-    embed = s["vocab"] * d
-    parts = {
-        "embeddings": (embed, embed),
-        "attention+norms": (n_layers * (_attention(s) + s["norms"] * d) + d,) * 2,  # + final norm
-        "lm_head": (0, 0) if s["tied"] else (embed, embed),
-    }
-    if s["ffn"] and s["dense_layers"]:
-        parts["dense MLP"] = (s["dense_layers"] * _mlp(s, s["ffn"]),) * 2
-    if e:
-        router = d * e + (e if (s["gpt_oss"] or s["noaux_bias"]) else 0)
-        shared = _mlp(s, s["shared_ffn"]) if s["shared_ffn"] else 0
-        shared += d if s["model_type"] == "qwen2_moe" and shared else 0  # shared_expert_gate
-        parts["router" + ("+shared expert" if shared else "")] = \
-            (s["moe_layers"] * (router + shared),) * 2
-        one = s["moe_layers"] * _mlp(s, s["expert_ffn"])
-        parts["routed experts"] = (e * one, s["top_k"] * one)
-    return parts
+__all__ = ["ImportModelError", "count_params", "extra_values", "model_toml", "weight_precision"]
 
 
 def count_params(config: dict, *, active_includes_embedding: bool = True) -> tuple[float, float]:
@@ -172,8 +39,8 @@ def count_params(config: dict, *, active_includes_embedding: bool = True) -> tup
 
     Raises :class:`ImportModelError` naming the first missing or invalid field.
     """
-    s = _shape(config)
-    parts = _breakdown(s)
+    s = shape(config)
+    parts = breakdown(s)
     total = sum(t for t, _ in parts.values())
     active = sum(a for _, a in parts.values())
     if not active_includes_embedding and not s["tied"]:
@@ -183,66 +50,44 @@ def count_params(config: dict, *, active_includes_embedding: bool = True) -> tup
 
 def _groups(s: dict, parts: dict[str, tuple[int, int]]) -> dict[str, int]:
     """Parameters by tensor group; params_dense is n_params less these (a sheet formula)."""
-    shared = _mlp(s, s["shared_ffn"]) if s.get("shared_ffn") else 0
-    shared += s["d"] if s["model_type"] == "qwen2_moe" and shared else 0
     return {"params_embedding": parts["embeddings"][0] + parts["lm_head"][0],
-            "params_shared_experts": s["moe_layers"] * shared,
+            "params_shared_experts": s["moe_layers"] * shared_expert(s),
             "params_routed_experts": parts.get("routed experts", (0, 0))[0]}
 
 
-def _attention_kinds(c: dict, layers: int) -> dict[str, int]:
-    """Layer counts of each attention kind, from layer_types or the pattern fields."""
-    types = [str(t) for t in c.get("layer_types") or []]
-    window = c.get("sliding_window")
-    if types:
-        sliding = sum("sliding" in t for t in types)
-        linear = sum("linear" in t for t in types)
-    else:
-        linear = layers - layers // c["full_attention_interval"] \
-            if c.get("full_attention_interval") else 0
-        pattern = c.get("sliding_window_pattern")
-        sliding = layers - layers // pattern if pattern else \
-            (layers if window and c.get("use_sliding_window", True) else 0)
-    out = {"n_sliding_layers": sliding, "n_linear_layers": linear}
-    if sliding:
-        out["sliding_window"] = _int(c, "sliding_window")
-    if linear:
-        kd, vd = _int(c, "linear_key_head_dim"), _int(c, "linear_value_head_dim")
-        kh, vh = _int(c, "linear_num_key_heads"), _int(c, "linear_num_value_heads")
-        conv = (_int(c, "linear_conv_kernel_dim") - 1) * (2 * kh * kd + vh * vd)
-        out["linear_state_elements"] = vh * kd * vd + conv
-    return out
+_KIND_DOCS = {
+    "n_sliding_layers": "layers with a sliding window",
+    "n_chunked_layers": "layers attending within attention_chunk_size chunks (RoPE layers)",
+    "n_linear_layers": "linear-attention (Gated DeltaNet) layers",
+    "sliding_window": "sliding_window (tokens)",
+    "attention_chunk_size": "attention_chunk_size (tokens of KV a chunked layer keeps)",
+    "linear_state_elements": "value heads x key dim x value dim + conv cache",
+}
 
 
-def extra_values(config: dict) -> list[tuple[str, str, str]]:
+def extra_values(config: dict) -> list[tuple[str, int, str]]:
     """The tensor-group, MoE and attention-kind rows of a model's [values] (issue 11)."""
-    s = _shape(config)
-    c = _text_config(config)
-    rows = [(k, _num(v), doc) for (k, v), doc in zip(_groups(s, _breakdown(s)).items(), (
-        "vocab_size x hidden_size" + (" (tied)" if s["tied"] else " x 2 (embeddings + lm_head)"),
-        "shared experts of every MoE layer", "every routed expert of every MoE layer"), strict=True)
-        if v or k == "params_embedding"]
+    s = shape(config)
+    docs = ("vocab_size x hidden_size" + (" (tied)" if s["tied"] else
+                                          " x 2 (embeddings + lm_head)"),
+            "shared experts of every MoE layer", "every routed expert of every MoE layer")
+    rows = [(k, v, doc) for (k, v), doc in zip(_groups(s, breakdown(s)).items(), docs,
+                                               strict=True) if v or k == "params_embedding"]
     if s["experts"]:
-        rows += [("n_routed_experts", str(s["experts"]), "routed experts per MoE layer"),
-                 ("n_experts_per_tok", str(s["top_k"]), "top-k")]
+        rows += [("n_routed_experts", s["experts"], "routed experts per MoE layer"),
+                 ("n_experts_per_tok", s["top_k"], "top-k")]
         if s["dense_layers"]:
-            rows.append(("n_moe_layers", str(s["moe_layers"]), "layers with routed experts"))
-    for k, v in _attention_kinds(c, s["layers"]).items():
-        if v:
-            rows.append((k, str(v), {"n_sliding_layers": "layers with a sliding window",
-                                     "n_linear_layers": "linear-attention (Gated DeltaNet) layers",
-                                     "sliding_window": "sliding_window (tokens)",
-                                     "linear_state_elements":
-                                         "value heads x key dim x value dim + conv cache"}[k]))
+            rows.append(("n_moe_layers", s["moe_layers"], "layers with routed experts"))
+    rows += [(k, v, _KIND_DOCS[k]) for k, v in attention_kinds(config).items() if v]
     if s["mla"]:
-        rows += [(k, str(s[k]), k) for k in ("kv_lora_rank", "qk_rope_head_dim", "v_head_dim")]
+        rows += [(k, s[k], k) for k in ("kv_lora_rank", "qk_rope_head_dim", "v_head_dim")]
     return rows
 
 
 def weight_precision(config: dict) -> dict[str, str]:
     """Group precisions a checkpoint ships: gpt-oss's MXFP4 experts beside BF16 (its
     quantization_config leaves attention, router, embeddings and lm_head unconverted)."""
-    q = _text_config(config).get("quantization_config") or {}
+    q = text_config(config).get("quantization_config") or {}
     if q.get("quant_method") == "mxfp4":
         return {"dense": "bf16", "routed_experts": "mxfp4", "embedding": "bf16"}
     return {}
@@ -256,89 +101,149 @@ def _slug_name(slug: str) -> str:
     return " ".join(words)
 
 
-def _num(n: float) -> str:
-    return f"{int(n):_}"
+def _mlp_words(s: dict) -> str:
+    if not s["experts"]:
+        return "SwiGLU MLP"
+    words = f"router + {'shared expert + ' if s['shared_ffn'] else ''}{s['experts']} experts"
+    if s["dense_layers"]:
+        words += f"; {s['dense_layers']} layers have a dense MLP instead"
+    return words
+
+
+def _mixer_words(s: dict) -> str:
+    if s["linear_layers"]:
+        return (f"token mixer: {s['linear_layers']} Gated DeltaNet, "
+                f"{s['layers'] - s['linear_layers']} gated attention")
+    return "attention"
+
+
+def _header(config: dict, s: dict, name: str, where: str) -> list[str]:
+    """The comment lines above the values: source, derivation, active count, kinds."""
+    c = text_config(config)
+    _, active = count_params(config)
+    parts = breakdown(s)
+    head = "lm_head" if not s["tied"] else "(lm_head tied to the embeddings)"
+    lines = [f"{name}. Source: {where}.",
+             "n_params counted from the architecture fields (see `perfgraph import-model`):"]
+    lines += textwrap.wrap(f"embeddings + {s['layers']} x ({_mixer_words(s)} + norms + "
+                           f"{_mlp_words(s)}) + {head} = "
+                           + " + ".join(f"{k} {t / 1e9:.3f}e9" for k, (t, _) in parts.items() if t),
+                           width=94, initial_indent="  ", subsequent_indent="    ")
+    if s["experts"]:
+        lines += [f"Active per token: {s['top_k']} of {s['experts']} routed experts, everything "
+                  f"else in full = {active / 1e9:.3f}e9",
+                  f"  ({(active - parts['embeddings'][1]) / 1e9:.3f}e9 without the embedding "
+                  "table, which is a row lookup, not a matmul)."]
+    if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers"):
+        lines.append("Multi-token-prediction layers (a speculative-decoding add-on) are "
+                     "not counted.")
+    if s["mla"]:
+        lines += ["Attention is MLA: the KV cache holds one compressed latent plus the RoPE key",
+                  "per layer (kv_lora_rank + qk_rope_head_dim, below)."]
+    lines += _kind_lines(config, s["layers"])
+    return lines
+
+
+def _kind_lines(config: dict, layers: int) -> list[str]:
+    kinds = attention_kinds(config)
+    lines = []
+    if kinds.get("n_sliding_layers"):
+        lines += [f"{kinds['n_sliding_layers']} of {layers} layers attend over a "
+                  f"{kinds['sliding_window']}-token sliding window;",
+                  "their KV stops growing at the window (n_sliding_layers, sliding_window)."]
+    if kinds.get("n_chunked_layers"):
+        lines += [f"{kinds['n_chunked_layers']} of {layers} layers attend within "
+                  f"{kinds['attention_chunk_size']}-token chunks (the rest are global NoPE "
+                  "layers);", "a chunked layer keeps at most one chunk of KV "
+                  "(n_chunked_layers, attention_chunk_size)."]
+    if kinds.get("n_linear_layers"):
+        lines += [f"{kinds['n_linear_layers']} of {layers} layers are Gated DeltaNet: a "
+                  f"constant state of {kinds['linear_state_elements']:_} elements a sequence",
+                  "(value heads x key dim x value dim + the conv cache), no KV that grows."]
+    return lines
+
+
+def _value(v: int, doc: str) -> Item:
+    item = tomlkit.value(f"{v:_}") if v >= 10_000 else tomlkit.item(v)
+    item.comment(doc)
+    return item
+
+
+def _values_table(config: dict, s: dict) -> Any:
+    total, active = count_params(config)
+    c = text_config(config)
+    kind = "MoE" if s["experts"] else "dense"
+    gqa = " (GQA)" if s["kv_heads"] < s["heads"] else ""
+    rows = [
+        ("n_params", int(total), f"{total / 1e9:.2f}e9 total ({kind})"),
+        ("n_active_params", int(active), "dense: every parameter is used for every token"
+         if not s["experts"] else f"attention + {s['top_k']} of {s['experts']} routed experts"
+         f"{' + shared expert' if s['shared_ffn'] else ''} + the rest"),
+        ("n_layers", s["layers"], "num_hidden_layers"),
+        ("n_heads", s["heads"], "num_attention_heads"),
+        ("n_kv_heads", s["kv_heads"], "num_key_value_heads (MLA: the cache holds the latent "
+         "instead)" if s["mla"] else "num_key_value_heads" + gqa),
+        ("head_dim", s["qk_nope_head_dim"] + s["qk_rope_head_dim"] if s["mla"] else
+         s["head_dim"], "qk_nope_head_dim + qk_rope_head_dim (MLA, decompressed)" if s["mla"]
+         else "head_dim" if c.get("head_dim") is not None else "hidden_size / num_attention_heads"),
+        ("d_model", s["d"], "hidden_size"),
+        *extra_values(config),
+    ]
+    width = max(len(k) + 3 + len(f"{v:_}" if v >= 10_000 else str(v)) for k, v, _ in rows) + 2
+    table = tomlkit.table()
+    for key, v, doc in rows:
+        item = _value(v, doc)
+        item.trivia.comment_ws = " " * (width - len(key) - 3 - len(item.as_string()))
+        table.add(key, item)
+    return table
+
+
+_ARCH_KEYS = ("intermediate_size", "intermediate_size_mlp", "moe_intermediate_size",
+              "max_position_embeddings", "tie_word_embeddings", "n_routed_experts",
+              "num_local_experts", "num_experts", "num_experts_per_tok", "n_shared_experts",
+              "shared_expert_intermediate_size", "first_k_dense_replace",
+              "interleave_moe_layer_step", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+              "qk_rope_head_dim", "v_head_dim", "sliding_window", "attention_chunk_size",
+              "full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
+              "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
+              "num_nextn_predict_layers")
+
+
+def _architecture_table(config: dict, s: dict) -> Any:
+    c = text_config(config)
+    table = tomlkit.table()
+    table.comment("informational, from config.json, not cells")
+    table.add("model_type", s["model_type"])
+    table.add("vocab_size", s["vocab"])
+    for key in _ARCH_KEYS:
+        if isinstance(c.get(key), (int, bool)):
+            table.add(key, c[key])
+    return table
 
 
 def model_toml(config: dict, slug: str, source: str, *, name: str | None = None) -> str:
     """The text of ``models/<slug>.toml`` for ``config``, read from ``source``."""
-    s = _shape(config)
-    c = _text_config(config)
-    total, active = count_params(config)
-    parts = _breakdown(s)
+    s = shape(config)
     name = name or _slug_name(slug)
-    hf_id = source if re.fullmatch(r"[\w.-]+/[\w.-]+", source) else c.get("_name_or_path")
+    hf_id = source if re.fullmatch(r"[\w.-]+/[\w.-]+", source) else \
+        text_config(config).get("_name_or_path")
     where = f"config.json of {source} (Hugging Face)" if hf_id == source else source
-    d, L = s["d"], s["layers"]
-    mlp = "SwiGLU MLP"
-    if s["experts"]:
-        mlp = f"router + {'shared expert + ' if s['shared_ffn'] else ''}{s['experts']} experts"
-        if s["dense_layers"]:
-            mlp += f"; the first {s['dense_layers']} layers have a dense MLP"
-    head = "lm_head" if not s["tied"] else "(lm_head tied to the embeddings)"
-    lines = [
-        f"# {name}. Source: {where}.",
-        "# n_params counted from the architecture fields (see `perfgraph import-model`):",
-    ]
-    lines += textwrap.wrap(f"embeddings + {L} x (attention + norms + {mlp}) + {head} = "
-                           + " + ".join(f"{k} {t / 1e9:.3f}e9" for k, (t, _) in parts.items() if t),
-                           width=96, initial_indent="#   ", subsequent_indent="#     ")
-    if s["experts"]:
-        lines += [f"# Active per token: {s['top_k']} of {s['experts']} routed experts, everything "
-                  f"else in full = {active / 1e9:.3f}e9",
-                  f"#   ({(active - parts['embeddings'][1]) / 1e9:.3f}e9 without the embedding "
-                  "table, which is a row lookup, not a matmul)."]
-    if c.get("num_nextn_predict_layers"):
-        lines.append(f"# The {c['num_nextn_predict_layers']} multi-token-prediction layer(s) "
-                     "(a speculative-decoding add-on) are not counted.")
-    if s["mla"]:
-        lines += ["# Attention is MLA: the KV cache holds one compressed latent plus the RoPE key",
-                  "# per layer (kv_lora_rank + qk_rope_head_dim, below)."]
-    if c.get("sliding_window") and c.get("layer_types"):
-        n_sw = sum(1 for t in c["layer_types"] if "sliding" in str(t))
-        lines += [f"# {n_sw} of {L} layers attend over a {c['sliding_window']}-token sliding "
-                  "window;",
-                  "# their KV stops growing at the window (n_sliding_layers, sliding_window)."]
-    kind = "MoE" if s["experts"] else "dense"
-    lines += [f'name = "{name}"']
+    doc = tomlkit.document()
+    for line in _header(config, s, name, where):
+        doc.add(tomlkit.comment(line))
+    doc.add("name", name)
     if hf_id:
-        lines.append(f'hf_id = "{hf_id}"')
-    gqa = " (GQA)" if s["kv_heads"] < s["heads"] else ""
-    kv_doc = ("num_key_value_heads (MLA: the cache holds the latent instead)"
-              if s["mla"] else "num_key_value_heads" + gqa)
-    hd_doc = ("qk_nope_head_dim + qk_rope_head_dim (MLA, decompressed)" if s["mla"]
-              else "head_dim" if c.get("head_dim") is not None else
-              "hidden_size / num_attention_heads")
-    head_dim = s["qk_nope_head_dim"] + s["qk_rope_head_dim"] if s["mla"] else s["head_dim"]
-    active_doc = ("dense: every parameter is used for every token" if not s["experts"] else
-                  f"attention + {s['top_k']} of {s['experts']} routed experts"
-                  f"{' + shared expert' if s['shared_ffn'] else ''} + the rest")
-    rows = [
-        ("n_params", _num(total), f"{total / 1e9:.2f}e9 total ({kind})"),
-        ("n_active_params", _num(active), active_doc),
-        ("n_layers", str(L), "num_hidden_layers"),
-        ("n_heads", str(s["heads"]), "num_attention_heads"),
-        ("n_kv_heads", str(s["kv_heads"]), kv_doc),
-        ("head_dim", str(head_dim), hd_doc),
-        ("d_model", str(d), "hidden_size"),
-        *extra_values(config),
-    ]
-    width = max(len(k) + 3 + len(v) for k, v, _ in rows) + 2
-    lines += ["", "[values]"] + [f"{f'{k} = {v}':<{width}}# {doc}" for k, v, doc in rows]
-    arch: list[tuple[str, Any]] = [("model_type", s["model_type"]), ("vocab_size", s["vocab"])]
-    for key in ("intermediate_size", "moe_intermediate_size", "max_position_embeddings",
-                "tie_word_embeddings", "n_routed_experts", "num_local_experts", "num_experts",
-                "num_experts_per_tok", "n_shared_experts", "shared_expert_intermediate_size",
-                "first_k_dense_replace", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-                "qk_rope_head_dim", "v_head_dim", "sliding_window", "num_nextn_predict_layers"):
-        if isinstance(c.get(key), (int, bool)) and key not in dict(arch):
-            arch.append((key, c[key]))
-    fmt = {True: "true", False: "false"}
-    lines += ["", "[architecture]              # informational, from config.json, not cells"]
-    lines += [f"{k} = " + (fmt[v] if isinstance(v, bool) else f'"{v}"' if isinstance(v, str)
-                           else str(v)) for k, v in arch]
+        doc.add("hf_id", hf_id)
+    doc.add(tomlkit.nl())
+    doc.add("values", _values_table(config, s))
+    doc.add(tomlkit.nl())
+    doc.add("architecture", _architecture_table(config, s))
     shipped = weight_precision(config)
     if shipped:
-        lines += ["", "[weight_precision]          # as the checkpoint ships (quantization_config)"]
-        lines += [f'{k} = "{v}"' for k, v in shipped.items()]
-    return "\n".join(lines) + "\n"
+        precision = tomlkit.table()
+        precision.comment("as the checkpoint ships (quantization_config)")
+        for key, value in shipped.items():
+            precision.add(key, value)
+        doc.add(tomlkit.nl())
+        doc.add("weight_precision", precision)
+    return tomlkit.dumps(doc)
