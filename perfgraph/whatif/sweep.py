@@ -20,10 +20,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
-import polars as pl
 
 from perfgraph._infra import parquet
 from perfgraph.engine.assign import interpret
@@ -36,6 +35,9 @@ from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000
@@ -287,6 +289,8 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
            chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
     """Every row of the sweep, a chunk at a time: choice columns, then a column per cell
     of ``units``, in that unit (a catalog entry may declare a cell in another)."""
+    import polars as pl
+
     for spec in sweep.specs():
         scenario = sweep.scenario(spec)
         chosen = [pl.lit(v, dtype=pl.String).alias(k)
@@ -305,6 +309,8 @@ def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
            scale: Mapping[str, float], chosen: list[pl.Expr], length: int) -> pl.DataFrame:
     """One chunk as a frame. A cell the axes do not reach is a literal, not a column of
     copies; a cell this scenario lacks is NaN."""
+    import polars as pl
+
     varying: dict[str, np.ndarray] = {}
     constant = []
     for name in units:
@@ -378,6 +384,9 @@ def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
             raise
 
     axes = {"perfgraph.axes": ",".join(a.name for a in sweep.axes)}
+    if sweep.points <= CHUNK_ROWS and parquet.write_table(
+            path, _whole(sweep, units, progress), units, axes):
+        return units  # small: every column at once, without importing Polars
     try:
         parquet.write_frames(path, guarded, export.schema(list(units)), units, axes)
     except Exception:
@@ -385,6 +394,29 @@ def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
             raise failure[0] from None
         raise
     return units
+
+
+def _whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
+           ) -> dict[str, list[str] | np.ndarray]:
+    """Every column of a sweep of at most one chunk: the choices, then each cell."""
+    choices: dict[str, list[str]] = {name: [] for name in export.CHOICE_COLUMNS}
+    cells: dict[str, list[np.ndarray]] = {name: [] for name in units}
+    for spec in sweep.specs():
+        scenario = sweep.scenario(spec)
+        scale = _rescale(scenario.sheet, units)
+        present = [n for n in units if n in set(scenario.sheet.names)]
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
+                                                scale=scale):
+            for name, value in export.choices(scenario).items():
+                choices[name] += [value] * (stop - start)
+            for name in units:
+                column = columns.get(name)
+                if column is None:
+                    column = np.full(stop - start, math.nan)
+                cells[name].append(column * scale[name] if name in scale else column)
+            if progress is not None:
+                progress(stop - start)
+    return {**choices, **{name: np.concatenate(parts) for name, parts in cells.items()}}
 
 
 def write_csv(sweep: Sweep, stream: TextIO, only: Sequence[str] | None = None) -> None:
