@@ -23,7 +23,8 @@ import numpy as np
 from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
-from perfgraph.engine.formula import ARITHMETIC, Fn, check_names, failure
+from perfgraph.engine.evaluate import Value, run
+from perfgraph.engine.formula import Fn, check_names
 from perfgraph.engine.graph import Plans, Step, find_cycle, reach, topological
 from perfgraph.errors import (
     CellError,
@@ -39,7 +40,6 @@ from perfgraph.errors import (
 if TYPE_CHECKING:
     import networkx as nx
 
-Value = float | CellError
 
 
 class Sheet:
@@ -126,53 +126,13 @@ class Sheet:
             raise
 
     # ----------------------------------------------------------------- evaluation
-    def _compute(self, name: str) -> Value:
-        decl = self._decls[name]
-        fn = self._compiled.get(name)
-        if fn is None:
-            if decl.value is None:
-                return CellError("no value: set it in a catalog, a scenario or with --set", name)
-            return decl.value * decl.parsed_unit.factor
-        values = self._values
-        for src in self._reads[name]:
-            v = values[src]
-            if isinstance(v, CellError):
-                return CellError.reading(src, v)
-        try:
-            result = float(fn(values))
-        except ARITHMETIC as exc:
-            return CellError(failure(exc, decl.formula.text), name)  # type: ignore[union-attr]
-        if not math.isfinite(result):
-            return CellError(f"result is not a finite number ({result})", name)
-        return result
-
     def recompute(self) -> None:
         """Evaluate every cell, in topological order."""
         self._run(self._plans.everything)
         self._stale = frozenset()
 
     def _run(self, steps: list[Step]) -> None:
-        """Evaluate ``steps`` (topological). The fast path calls each compiled formula on
-        floats and keeps a finite result; an input, a formula that reads a failed cell,
-        raises, or gives NaN or infinity takes :meth:`_compute`, which says why."""
-        values, failed = self._values, self._failed
-        for name, fn, reads in steps:
-            if fn is not None and (not failed or failed.isdisjoint(reads)):
-                try:
-                    result = float(fn(values))
-                except ARITHMETIC:
-                    pass
-                else:
-                    if result - result == 0.0:  # finite: NaN and ±inf are not
-                        values[name] = result
-                        if failed:
-                            failed.discard(name)
-                        continue
-            value = values[name] = self._compute(name)
-            if isinstance(value, CellError):
-                failed.add(name)
-            elif failed:
-                failed.discard(name)
+        run(steps, self._values, self._failed, self._decls)
 
     def _edited(self, names: tuple[str, ...], changed: tuple[str, ...]) -> list[str]:
         """Mark what the ``changed`` cells reach stale (computed when read); returns the
