@@ -103,6 +103,20 @@ def test_a_fork_shares_plans_but_not_what_it_changes(small: Sheet) -> None:
     assert small.precedents("ratio") == ["a", "b"]
 
 
+def test_the_plan_caches_stay_bounded() -> None:
+    from perfgraph.engine.graph import MAX_CACHED
+
+    plans = load().sheet._plans
+    everything = frozenset(plans.order)
+    for name in plans.order * 2:  # more distinct answers than the bound
+        plans.edit(frozenset(), (name,))
+        plans.read(everything, name)
+        assert len(plans._edits) + len(plans._reads_of) <= MAX_CACHED + 1
+    assert 2 * len(plans.order) > MAX_CACHED
+    steps, after = plans.read(everything, "itl")  # answers stay right across a clear
+    assert {name for name, _, _ in steps} == everything - after and steps[-1][0] == "itl"
+
+
 DEFAULT = load().sheet
 INPUTS = st.fixed_dictionaries({}, optional={
     "concurrency": st.sampled_from([1, 7, 64, 256, 0.5]),

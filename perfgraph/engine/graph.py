@@ -24,9 +24,10 @@ Fn = Callable[[Any], Any]
 Step = tuple[str, Fn | None, tuple[str, ...]]
 Adjacency = Mapping[str, Iterable[str]]
 
-#: Cached answers kept per graph structure before the caches start again (a bound for
-#: sessions that edit many different cells; a loop over the same few never reaches it).
-MAX_CACHED = 4096
+#: Cached answers kept per graph structure before the caches start again: a bound on memory
+#: (a stale set of the default sheet is a frozenset of up to ~280 names, ~10 KB) for
+#: sessions that edit many different cells; a loop over the same few never reaches it.
+MAX_CACHED = 512
 
 
 def reach(adjacency: Adjacency, starts: Iterable[str]) -> set[str]:
