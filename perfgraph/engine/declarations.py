@@ -111,7 +111,14 @@ class Declaration:
 
     def with_value(self, value: float, origin: Origin | None = None) -> Declaration:
         """The same cell as an input holding ``value`` (in its declared unit)."""
-        return replace(self, value=value, formula=None, origin=origin or self.origin)
+        if self.formula is not None:
+            return replace(self, value=value, formula=None, origin=origin or self.origin)
+        # An input given another value (the in-process hot path): only the value is new,
+        # so only the value is checked, without replace()'s generic walk over the fields.
+        twin = object.__new__(Declaration)
+        twin.__dict__.update(self.__dict__, value=value, origin=origin or self.origin)
+        twin._check_value(value)
+        return twin
 
     def with_formula(self, text: str, origin: Origin | None = None) -> Declaration:
         return replace(self, value=None, formula=parse(text), origin=origin or self.origin)

@@ -1,9 +1,11 @@
-"""The sheet: declarations compiled into a NetworkX dependency graph and evaluated.
+"""The sheet: declarations compiled into a dependency graph and evaluated.
 
 Values are plain floats in canonical (base) units; Pint is consulted only when the sheet
 compiles (factors, dimensions) and at the edges (:meth:`Sheet.get` returns a Quantity).
-Editing an input recomputes only its descendants, in topological order; pinning a cell
-(to a value or a formula) rewires its incoming edges and refuses a cycle, naming it.
+Editing an input marks its descendants stale; reading a cell computes, in topological
+order, only the stale cells it reads (:mod:`perfgraph.engine.graph` keeps the graph and
+these plans). Pinning a cell (to a value or a formula) rewires its incoming edges and
+refuses a cycle, naming it; :attr:`Sheet.graph` gives the graph as a NetworkX view.
 A formula that fails gives its cell a :class:`~perfgraph.errors.CellError`; cells that read
 it say so, and the rest of the sheet computes.
 """
@@ -14,15 +16,17 @@ import builtins
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
-from perfgraph.engine.formula import ARITHMETIC, Fn, check_names, failure
+from perfgraph.engine.evaluate import Value, run
+from perfgraph.engine.formula import Fn, check_names
+from perfgraph.engine.graph import Plans, Step, find_cycle, reach, topological
+from perfgraph.engine.scalar import compile_scalar
 from perfgraph.errors import (
     CellError,
     CycleError,
@@ -34,7 +38,9 @@ from perfgraph.errors import (
     did_you_mean,
 )
 
-Value = float | CellError
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 
 class Sheet:
@@ -43,20 +49,16 @@ class Sheet:
     def __init__(self, declarations: Iterable[Declaration]) -> None:
         self._decls: dict[str, Declaration] = {d.name: d for d in declarations}
         self._loaded: dict[str, Declaration] = dict(self._decls)
-        self._graph: nx.DiGraph = nx.DiGraph()
+        self._reads: dict[str, tuple[str, ...]] = {}  # the graph: what each cell reads
+        self._dependents: dict[str, dict[str, None]] = {n: {} for n in self._decls}
         self._compiled: dict[str, Fn] = {}
         self._column_fns: dict[str, Fn] = {}
         self._failed: set[str] = set()  # the cells whose value is a CellError
-        self._reads: dict[str, tuple[str, ...]] = {}
         self._values: dict[str, Value] = {}
-        self._downstream: dict[tuple[str, ...], list[str]] = {}
-        self._column_plans: dict[tuple[tuple[str, ...], tuple[str, ...] | None],
-                                 list[str]] = {}
-        self._graph.add_nodes_from(self._decls)
+        self._stale: frozenset[str] = frozenset()  # edited since last computed
         for decl in self._decls.values():
             self._wire(decl)
-        self._check_acyclic()
-        self._order: list[str] = list(nx.topological_sort(self._graph))
+        self._replan()
         self.recompute()
 
     # ----------------------------------------------------------------- structure
@@ -72,13 +74,13 @@ class Sheet:
                     raise DimensionError(
                         f"formula {decl.formula.text!r} gives {got}, but the cell is "
                         f"declared in {decl.unit or 'dimensionless'} ({want})")
-                self._compiled[name] = decl.formula.compile()
+                self._compiled[name] = compile_scalar(decl.formula)
                 self._column_fns.pop(name, None)
-                self._reads[name] = decl.formula.names
+                reads = decl.formula.names
             else:
                 decl.parsed_unit  # noqa: B018 - an unknown unit fails here, with its origin
                 self._compiled.pop(name, None)
-                self._reads[name] = ()
+                reads = ()
         except RecursionError:  # pragma: no cover - the parser's depth limit prevents it
             origin = decl.origin or Origin("")
             raise FormulaSyntaxError("formula is nested too deeply", file=origin.file or None,
@@ -86,23 +88,31 @@ class Sheet:
         except PerfgraphError as exc:
             origin = decl.origin or Origin("")
             raise exc.located(file=origin.file or None, line=origin.line, name=name) from None
-        self._graph.remove_edges_from(list(self._graph.in_edges(name)))
-        self._graph.add_edges_from((src, name) for src in self._reads[name])
-        self.__dict__.pop("_varying_cache", None)  # the edges changed
+        for src in self._reads.get(name, ()):
+            self._dependents[src].pop(name, None)
+        self._reads[name] = reads
+        for src in reads:
+            self._dependents[src][name] = None
 
-    def _check_acyclic(self) -> None:
-        try:
-            cycle = nx.find_cycle(self._graph)
-        except nx.NetworkXNoCycle:
-            return
-        members = [u for u, _ in cycle]
+    def _replan(self, changed: str | None = None) -> None:
+        """Order the graph and start new plans for it; a CycleError if it has a cycle."""
+        order = topological(self._decls, self._reads, self._dependents)
+        if len(order) < len(self._decls):
+            ordered = set(order)
+            candidates = [n for n in self._decls if n not in ordered]
+            if changed is not None:  # a new cycle runs through the changed cell
+                candidates.insert(0, changed)
+            raise self._cycle(find_cycle(candidates, self._dependents) or candidates[:1])
+        self._plans = Plans(order, self._reads, self._dependents, self._compiled)
+
+    def _cycle(self, members: list[str]) -> CycleError:
         # blame the member a user set (--set, a scenario, a catalog), not a shipped sheet
         start = next((i for i, m in enumerate(members) if not _from_sheets(self._decls[m])), 0)
         members = members[start:] + members[:start]
         decl = self._decls[members[0]]
-        raise CycleError("formulas form a cycle: " + " → ".join([*members, members[0]]),
-                         file=decl.origin.file if decl.origin else None,
-                         line=decl.origin.line if decl.origin else None, cycle=members)
+        return CycleError("formulas form a cycle: " + " → ".join([*members, members[0]]),
+                          file=decl.origin.file if decl.origin else None,
+                          line=decl.origin.line if decl.origin else None, cycle=members)
 
     def _restructure(self, decl: Declaration) -> None:
         """Replace one declaration, refusing (and undoing) a change that makes a cycle."""
@@ -110,123 +120,95 @@ class Sheet:
         self._decls[decl.name] = decl
         try:
             self._wire(decl)
-            self._check_acyclic()
+            self._replan(decl.name)
         except PerfgraphError:
             self._decls[decl.name] = previous
             self._wire(previous)
             raise
-        self._order = list(nx.topological_sort(self._graph))
-        self._downstream.clear()
-        self._column_plans.clear()
 
     # ----------------------------------------------------------------- evaluation
-    def _compute(self, name: str) -> Value:
-        decl = self._decls[name]
-        fn = self._compiled.get(name)
-        if fn is None:
-            if decl.value is None:
-                return CellError("no value: set it in a catalog, a scenario or with --set", name)
-            return decl.value * decl.parsed_unit.factor
-        values = self._values
-        for src in self._reads[name]:
-            v = values[src]
-            if isinstance(v, CellError):
-                return CellError.reading(src, v)
-        try:
-            result = float(fn(values))
-        except ARITHMETIC as exc:
-            return CellError(failure(exc, decl.formula.text), name)  # type: ignore[union-attr]
-        if not math.isfinite(result):
-            return CellError(f"result is not a finite number ({result})", name)
-        return result
-
     def recompute(self) -> None:
         """Evaluate every cell, in topological order."""
-        self._run(self._order)
+        self._run(self._plans.everything)
+        self._stale = frozenset()
 
-    def _run(self, order: list[str]) -> None:
-        """Evaluate ``order`` (topological). The fast path calls each compiled formula on
-        floats and keeps a finite result; a formula that reads a failed cell, raises, or
-        gives NaN or infinity takes :meth:`_compute`, which says why."""
-        values, failed, compiled, reads = self._values, self._failed, self._compiled, self._reads
-        for name in order:
-            fn = compiled.get(name)
-            if fn is not None and (not failed or failed.isdisjoint(reads[name])):
-                try:
-                    result = float(fn(values))
-                except ARITHMETIC:
-                    pass
-                else:
-                    if result - result == 0.0:  # finite: NaN and ±inf are not
-                        values[name] = result
-                        if failed:
-                            failed.discard(name)
-                        continue
-            value = values[name] = self._compute(name)
-            if isinstance(value, CellError):
-                failed.add(name)
-            elif failed:
-                failed.discard(name)
+    def _run(self, steps: list[Step]) -> None:
+        run(steps, self._values, self._failed, self._decls)
 
-    def _recompute_from(self, *names: str) -> list[str]:
-        order = self._downstream.get(names)
-        if order is None:
-            index = {n: i for i, n in enumerate(self._order)}
-            reach = set(names)
-            for name in names:
-                reach |= nx.descendants(self._graph, name)
-            order = sorted(reach, key=index.__getitem__)
-            self._downstream[names] = order
-        self._run(order)
-        return order
+    def _edited(self, names: tuple[str, ...], changed: tuple[str, ...]) -> list[str]:
+        """Mark what the ``changed`` cells reach stale (computed when read); returns the
+        cells that ``names`` reach."""
+        if changed:
+            self._stale = self._plans.edit(self._stale, changed)
+        return list(self._plans.reached(names)[0])
+
+    def _fresh(self, name: str) -> Value:
+        """The value of ``name``, computing first what it reads that an edit made stale."""
+        if name in self._stale:
+            steps, self._stale = self._plans.read(self._stale, name)
+            self._run(steps)
+        return self._values[name]
 
     # ----------------------------------------------------------------- edits
     def set(self, name: str, raw: Any, origin: Origin | None = None) -> list[str]:
-        """Set an input, or pin any cell, to a value or formula; returns the cells recomputed.
+        """Set an input, or pin any cell, to a value or formula; returns the cells whose
+        values it may change (computed when read), in topological order.
 
         ``raw`` is a number in the cell's unit, a quantity string or Pint Quantity, a bool,
         or a formula of other cells (``"floor(max_concurrency_paged)"``).
         """
-        self._assign(name, raw, origin)
-        return self._recompute_from(self._decls[name].name)
+        changed = self._assign(name, raw, origin)
+        return self._edited((name,), (name,) if changed else ())
 
     def assign(self, values: Mapping[str, Any], origin: Origin | None = None) -> list[str]:
-        """Set several cells at once (as :meth:`set` does each), then recompute what they
-        reach, once; returns the cells recomputed. The way to evaluate many configurations
-        in-process: ``sheet.assign({"tp": 4, "concurrency": 32}); sheet.magnitude("itl")``.
+        """Set several cells at once (as :meth:`set` does each); returns the cells they
+        reach. Reading a cell computes only what it reads of those, so this is the way to
+        evaluate many configurations in-process:
+        ``sheet.assign({"tp": 4, "concurrency": 32}); sheet.magnitude("itl")``.
         """
-        for name, raw in values.items():
-            self._assign(name, raw, origin)
-        return self._recompute_from(*values)
+        changed = tuple(name for name, raw in values.items()
+                        if self._assign(name, raw, origin))
+        return self._edited(tuple(values), changed)
 
-    def _assign(self, name: str, raw: Any, origin: Origin | None) -> None:
+    def _assign(self, name: str, raw: Any, origin: Origin | None) -> bool:
+        """Give ``name`` what ``raw`` means; False when its value stays as it was (an input
+        given the number it holds), so nothing it reaches need be computed again."""
         decl = self._decl(name)
-        assignment = interpret(decl, raw)
-        if assignment.formula is not None:
-            self._restructure(decl.with_formula(assignment.formula.text, origin))
-        elif decl.is_input:
-            self._decls[name] = decl.with_value(assignment.value, origin)  # type: ignore[arg-type]
+        if decl.formula is None and (type(raw) is float or type(raw) is int):
+            value = float(raw)  # a plain number for an input: the hot path
+            if value - value != 0.0:
+                interpret(decl, raw)  # not finite: the refusal that says so
         else:
-            self._restructure(decl.with_value(assignment.value, origin))  # type: ignore[arg-type]
+            assignment = interpret(decl, raw)
+            if assignment.formula is not None:
+                self._restructure(decl.with_formula(assignment.formula.text, origin))
+                return True
+            value = assignment.value  # type: ignore[assignment]
+            if not decl.is_input:
+                self._restructure(decl.with_value(value, origin))
+                return True
+        if origin is None and decl.value is not None and _same(value, decl.value):
+            return False
+        self._decls[name] = decl.with_value(value, origin)
+        return not (decl.value is not None and _same(value, decl.value))
 
     def unpin(self, name: str) -> list[str]:
         """Put a cell back as it was loaded."""
         self._decl(name)
         self._restructure(self._loaded[name])
-        return self._recompute_from(name)
+        return self._edited((name,), (name,))
 
     def restore(self, decl: Declaration) -> list[str]:
         """Put back a declaration read earlier from :meth:`declaration` (an undo)."""
         self._decl(decl.name)
         self._restructure(decl)
-        return self._recompute_from(decl.name)
+        return self._edited((decl.name,), (decl.name,))
 
     def declare(self, decl: Declaration) -> None:
         """Add or replace a declaration (used by loaders); recomputes everything."""
         if decl.name not in self._decls:
             self._decls[decl.name] = decl
-            self._graph.add_node(decl.name)
-            self.__dict__.pop("_varying_cache", None)
+            self._dependents[decl.name] = {}
         self._restructure(decl)
         self._loaded[decl.name] = decl
         self.recompute()
@@ -240,15 +222,14 @@ class Sheet:
         twin = object.__new__(Sheet)
         twin._decls = dict(self._decls)
         twin._loaded = dict(self._loaded)
-        twin._graph = self._graph.copy()
+        twin._reads = dict(self._reads)
+        twin._dependents = {name: dict(deps) for name, deps in self._dependents.items()}
         twin._compiled = dict(self._compiled)
         twin._column_fns = dict(self._column_fns)
         twin._failed = set(self._failed)
-        twin._reads = dict(self._reads)
         twin._values = dict(self._values)
-        twin._downstream = dict(self._downstream)
-        twin._column_plans = dict(self._column_plans)
-        twin._order = list(self._order)
+        twin._stale = self._stale
+        twin._plans = self._plans  # made from snapshots: safe to share until one changes
         return twin
 
     # ----------------------------------------------------------------- reading
@@ -276,12 +257,12 @@ class Sheet:
     def raw(self, name: str) -> Value:
         """The canonical magnitude (or CellError) — for engine-side code."""
         self._decl(name)
-        return self._values[name]
+        return self._fresh(name)
 
     def magnitude(self, name: str, unit: str | None = None) -> float:
         """The value in its declared unit (or ``unit``); EvaluationError if it failed."""
         decl = self._decl(name)
-        v = self._values[name]
+        v = self._fresh(name)
         if isinstance(v, CellError):
             raise EvaluationError(v.message, name=name)
         if unit is None:
@@ -295,22 +276,30 @@ class Sheet:
         return _units.Q_(self.magnitude(name), decl.parsed_unit.pint_unit)
 
     def error(self, name: str) -> CellError | None:
-        v = self._values[self._decl(name).name]
+        v = self._fresh(self._decl(name).name)
         return v if isinstance(v, CellError) else None
 
     def precedents(self, name: str) -> list[str]:
         return list(self._reads[self._decl(name).name])
 
     def dependents(self, name: str) -> list[str]:
-        return sorted(self._graph.successors(self._decl(name).name))
+        return sorted(self._dependents[self._decl(name).name])
 
     def downstream(self, name: str) -> builtins.set[str]:
-        return set(nx.descendants(self._graph, self._decl(name).name))
+        name = self._decl(name).name
+        return reach(self._dependents, (name,)) - {name}
 
     @property
     def graph(self) -> nx.DiGraph:
-        """A read-only view of the dependency graph (edges point from reader to read's reader)."""
-        return self._graph.copy(as_view=True)
+        """A read-only NetworkX view of the dependency graph (edges point from a cell to the
+        cells that read it); NetworkX is imported only here."""
+        import networkx
+
+        graph = networkx.DiGraph()
+        graph.add_nodes_from(self._decls)
+        graph.add_edges_from((src, name) for name, reads in self._reads.items()
+                             for src in reads)
+        return graph.copy(as_view=True)
 
     # ----------------------------------------------------------------- columns
     def evaluate_columns(self, columns: Mapping[str, np.ndarray], length: int,
@@ -326,6 +315,9 @@ class Sheet:
         """
         wanted = tuple(self._decls) if only is None else tuple(self._decl(n).name
                                                               for n in only)
+        if self._stale:
+            self._run(self._plans.read_all(self._stale))
+            self._stale = frozenset()
         env: dict[str, Any] = {n: math.nan if isinstance(v, CellError) else v
                                for n, v in self._values.items()}
         with np.errstate(all="ignore"):
@@ -348,20 +340,7 @@ class Sheet:
                  wanted: tuple[str, ...] | None) -> list[str]:
         """The cells that ``columns`` reach (themselves included) and that the ``wanted``
         cells read (all, for None), in topological order; kept for the next chunk."""
-        key = (tuple(columns), wanted)
-        order = self._column_plans.get(key)
-        if order is None:
-            reach = {self._decl(n).name for n in columns}
-            for n in list(reach):
-                reach |= nx.descendants(self._graph, n)
-            if wanted is not None:
-                needed = set(wanted)
-                for n in wanted:
-                    needed |= nx.ancestors(self._graph, n)
-                reach &= needed | set(columns)
-            order = [n for n in self._order if n in reach]
-            self._column_plans[key] = order
-        return order
+        return self._plans.columns(tuple(self._decl(n).name for n in columns), wanted)
 
     def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
                 ) -> Any:
@@ -397,6 +376,11 @@ class Sheet:
 def _from_sheets(decl: Declaration) -> bool:
     """Declared by a shipped formula sheet: a cycle is blamed on a cell set elsewhere."""
     return decl.origin is not None and decl.origin.shipped
+
+
+def _same(a: float, b: float) -> bool:
+    """The same float, the sign of a zero included."""
+    return a == b and (a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b))
 
 
 def _nan_for_inf(column: np.ndarray) -> np.ndarray:

@@ -18,13 +18,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
-
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING, Any, TextIO
 
 from perfgraph._infra import parquet
 from perfgraph.engine.assign import interpret
@@ -35,8 +32,11 @@ from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario import choices as export
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
-from perfgraph.whatif import grid
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
+from perfgraph.whatif.rows import Progress, chunk_frame, frames, whole  # noqa: F401  (as before)
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000
@@ -52,9 +52,6 @@ RANGE_FORMS = "START..STOP, START..STOP:xFACTOR or START..STOP:+STEP"
 #: A value that starts like a number: the number, then nothing, or a unit after it.
 _NUMBER = re.compile(r"^[+-]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?(?P<rest>.*)$")
 _UNIT_START = re.compile(r"^(?:$|\s|[^\W\d_]|%)")
-
-Progress = Callable[[int], None]
-
 
 @dataclass(frozen=True)
 class Axis:
@@ -285,58 +282,6 @@ def _tidy(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-# --------------------------------------------------------------------- evaluating
-def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = None,
-           chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
-    """Every row of the sweep, a chunk at a time: choice columns, then a column per cell
-    of ``units``, in that unit (a catalog entry may declare a cell in another)."""
-    for spec in sweep.specs():
-        scenario = sweep.scenario(spec)
-        chosen = [pl.lit(v, dtype=pl.String).alias(k)
-                  for k, v in export.choices(scenario).items()]
-        scale = _rescale(scenario.sheet, units)
-        known = set(scenario.sheet.names)
-        present = [n for n in units if n in known]  # only what is written is computed
-        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
-                                                chunk_rows=chunk_rows, scale=scale):
-            yield chunk_frame(columns, units, scale, chosen, stop - start)
-            if progress is not None:
-                progress(stop - start)
-
-
-def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
-           scale: Mapping[str, float], chosen: list[pl.Expr], length: int) -> pl.DataFrame:
-    """One chunk as a frame. A cell the axes do not reach is a literal, not a column of
-    copies; a cell this scenario lacks is NaN."""
-    varying: dict[str, np.ndarray] = {}
-    constant = []
-    for name in units:
-        column, factor = columns.get(name), scale.get(name, 1.0)
-        if column is None or column.strides == (0,):  # before scaling: a product is a copy
-            value = math.nan if column is None else float(column[0]) * factor
-            constant.append(pl.lit(value, dtype=pl.Float64).alias(name))
-        else:
-            varying[name] = column * factor if name in scale else column
-    frame = pl.DataFrame(varying) if varying else pl.DataFrame(height=length)
-    return frame.with_columns(*chosen, *constant).select(*export.CHOICE_COLUMNS, *units)
-
-
-def _rescale(sheet: Sheet, units: Mapping[str, str]) -> dict[str, float]:
-    """For each cell that ``sheet`` declares in a unit other than its column's, the factor
-    from the sheet's unit to the column's."""
-    out: dict[str, float] = {}
-    for name in set(units) & set(sheet.names):
-        declared = sheet.declaration(name).unit
-        if declared == units[name]:
-            continue
-        have, want = unit(declared), unit(units[name])
-        if have.dims != want.dims:
-            raise InputError(f"declared in {declared} in one scenario of the sweep and in "
-                             f"{units[name]} in another; they do not convert", name=name)
-        out[name] = have.factor / want.factor
-    return out
-
-
 def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
     """Every cell a row may have, with its unit: the scenario's, then any that a catalog
     entry on an axis declares (DeepSeek-V3's MLA widths); rows without one hold NaN."""
@@ -381,6 +326,9 @@ def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
             raise
 
     axes = {"perfgraph.axes": ",".join(a.name for a in sweep.axes)}
+    if sweep.points <= CHUNK_ROWS and parquet.write_table(
+            path, whole(sweep, units, progress), units, axes):
+        return units  # small: every column at once, without importing Polars
     try:
         parquet.write_frames(path, guarded, export.schema(list(units)), units, axes)
     except Exception:

@@ -1,0 +1,107 @@
+"""The rows of a sweep: streamed a chunk at a time as Polars frames, or, for a sweep of at
+most one chunk, as whole columns (which pyarrow writes without Polars being imported).
+
+Rows go catalog combination by catalog combination (each builds one sheet), and within one
+the cell axes as given, the last varying fastest; each column is in the unit of
+:func:`perfgraph.whatif.sweep.cell_units` (a catalog entry may declare a cell in another).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.engine.units import unit
+from perfgraph.errors import InputError
+from perfgraph.scenario import choices as export
+from perfgraph.whatif import grid
+from perfgraph.whatif.grid import CHUNK_ROWS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from perfgraph.whatif.sweep import Sweep
+
+Progress = Callable[[int], None]
+
+
+def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = None,
+           chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    """Every row of the sweep, a chunk at a time: choice columns, then a column per cell
+    of ``units``, in that unit (a catalog entry may declare a cell in another)."""
+    import polars as pl
+
+    for spec in sweep.specs():
+        scenario = sweep.scenario(spec)
+        chosen = [pl.lit(v, dtype=pl.String).alias(k)
+                  for k, v in export.choices(scenario).items()]
+        scale = rescale(scenario.sheet, units)
+        known = set(scenario.sheet.names)
+        present = [n for n in units if n in known]  # only what is written is computed
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
+                                                chunk_rows=chunk_rows, scale=scale):
+            yield chunk_frame(columns, units, scale, chosen, stop - start)
+            if progress is not None:
+                progress(stop - start)
+
+
+def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
+           scale: Mapping[str, float], chosen: list[pl.Expr], length: int) -> pl.DataFrame:
+    """One chunk as a frame. A cell the axes do not reach is a literal, not a column of
+    copies; a cell this scenario lacks is NaN."""
+    import polars as pl
+
+    varying: dict[str, np.ndarray] = {}
+    constant = []
+    for name in units:
+        column, factor = columns.get(name), scale.get(name, 1.0)
+        if column is None or column.strides == (0,):  # before scaling: a product is a copy
+            value = math.nan if column is None else float(column[0]) * factor
+            constant.append(pl.lit(value, dtype=pl.Float64).alias(name))
+        else:
+            varying[name] = column * factor if name in scale else column
+    frame = pl.DataFrame(varying) if varying else pl.DataFrame(height=length)
+    return frame.with_columns(*chosen, *constant).select(*export.CHOICE_COLUMNS, *units)
+
+
+def rescale(sheet: Sheet, units: Mapping[str, str]) -> dict[str, float]:
+    """For each cell that ``sheet`` declares in a unit other than its column's, the factor
+    from the sheet's unit to the column's."""
+    out: dict[str, float] = {}
+    for name in set(units) & set(sheet.names):
+        declared = sheet.declaration(name).unit
+        if declared == units[name]:
+            continue
+        have, want = unit(declared), unit(units[name])
+        if have.dims != want.dims:
+            raise InputError(f"declared in {declared} in one scenario of the sweep and in "
+                             f"{units[name]} in another; they do not convert", name=name)
+        out[name] = have.factor / want.factor
+    return out
+
+
+def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
+           ) -> dict[str, list[str] | np.ndarray]:
+    """Every column of a sweep of at most one chunk: the choices, then each cell."""
+    choices: dict[str, list[str]] = {name: [] for name in export.CHOICE_COLUMNS}
+    cells: dict[str, list[np.ndarray]] = {name: [] for name in units}
+    for spec in sweep.specs():
+        scenario = sweep.scenario(spec)
+        scale = rescale(scenario.sheet, units)
+        present = [n for n in units if n in set(scenario.sheet.names)]
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
+                                                scale=scale):
+            for name, value in export.choices(scenario).items():
+                choices[name] += [value] * (stop - start)
+            for name in units:
+                column = columns.get(name)
+                if column is None:
+                    column = np.full(stop - start, math.nan)
+                cells[name].append(column * scale[name] if name in scale else column)
+            if progress is not None:
+                progress(stop - start)
+    return {**choices, **{name: np.concatenate(parts) for name, parts in cells.items()}}
