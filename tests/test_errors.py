@@ -21,7 +21,7 @@ from perfgraph.errors import (
     UnknownFormatError,
 )
 
-INTERNAL = {"perfgraph.engine.units._Refused", "perfgraph.measured.setup._Refused",
+INTERNAL = {"perfgraph.engine.units.grammar._Refused", "perfgraph.measured.setup._Refused",
             "perfgraph.measured.adapters.records.RunRefused", "perfgraph.cli.main.Interrupted"}
 
 

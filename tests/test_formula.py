@@ -397,3 +397,32 @@ def test_token_soup_never_escapes_the_language(tokens: list[str]) -> None:
 
 def test_dims_none_is_dimensionless() -> None:
     assert Dims.none().dimensionless
+
+
+#: formula → (is_flag, branches, may_hide_nan, names): what a Formula says of itself.
+STRUCTURE = [
+    ("a * b + c", False, False, False, ("a", "b", "c")),
+    ("a > b", True, False, True, ("a", "b")),
+    ("a and not b", True, False, True, ("a", "b")),
+    ("not a", True, False, True, ("a",)),
+    ("x if c else 0 * s", False, True, True, ("c", "x")),
+    ("(a > b) * 2", False, False, True, ("a", "b")),
+    ("a ** 2", False, False, True, ("a",)),
+    ("-a + min(b, abs(a))", False, False, False, ("a", "b")),
+    ("'3.35 TB/s' * t", False, False, False, ("t",)),  # a quantity string is no operator
+]
+
+
+@pytest.mark.parametrize(("text", "flag", "branches", "hides", "names"), STRUCTURE)
+def test_a_formula_reports_its_own_structure(text: str, flag: bool, branches: bool,
+                                             hides: bool, names: tuple[str, ...]) -> None:
+    f = parse(text)
+    assert (f.is_flag, f.branches, f.may_hide_nan, f.names) == (flag, branches, hides, names)
+
+
+def test_a_flag_formula_in_a_sheet_makes_a_flag_cell() -> None:
+    from perfgraph.scenario.loading import load
+
+    sheet = load().sheet
+    assert sheet.declaration("prefill_rides_decode_step").flag  # "a and b and c"
+    assert not sheet.declaration("pp_step_stages").flag

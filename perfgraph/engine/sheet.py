@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -361,7 +360,7 @@ class Sheet:
         if not isinstance(value, np.ndarray):
             scalar = float(value)
             return scalar if math.isfinite(scalar) else math.nan
-        if _MAY_HIDE_NAN.search(self._decls[name].formula.text):  # type: ignore[union-attr]
+        if self._decls[name].formula.may_hide_nan:  # type: ignore[union-attr]
             # a comparison or a choice can turn a failed read into a number; it must not:
             # adding 0 × each read (0, or NaN where the read is NaN) fails those rows
             arrays = [v for v in reads if isinstance(v, np.ndarray)]
@@ -386,9 +385,3 @@ def _same(a: float, b: float) -> bool:
 def _nan_for_inf(column: np.ndarray) -> np.ndarray:
     inf = np.isinf(column)
     return np.where(inf, math.nan, column) if inf.any() else column
-
-
-#: Formulas that can give a number from a NaN read: comparisons, choices, ``and``/``or``/
-#: ``not``, and ``**`` (``x ** 0``). A match on the text is conservative: names are never
-#: keywords.
-_MAY_HIDE_NAN = re.compile(r"\b(if|and|or|not)\b|[<>=!]|\*\*")

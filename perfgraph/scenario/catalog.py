@@ -16,7 +16,6 @@ Catalog and scenario files set inputs in ``[values]``, and may declare or overri
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -107,9 +106,7 @@ def cell_declaration(doc: TomlDoc, key: tuple[str, ...], table: Mapping[str, Any
         formula = parse(table["formula"]) if "formula" in table else None
         value, flag = _literal(table.get("value"), doc, key)
         # A formula that is a comparison or a logical combination is an on/off flag.
-        flag = flag or (formula is not None and isinstance(
-            formula.tree, (ast.Compare, ast.BoolOp)) or (formula is not None and isinstance(
-            formula.tree, ast.UnaryOp) and isinstance(formula.tree.op, ast.Not)))
+        flag = flag or (formula is not None and formula.is_flag)
         decl = Declaration(
             name=name, unit=unit, formula=formula, value=value, flag=flag,
             doc=str(table.get("doc", base.doc if base else "")),

@@ -1,0 +1,69 @@
+"""The unit table: what Pint said about each unit expression and unit name, kept between
+commands in the user's cache folder so that a later command need not import Pint."""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from perfgraph.engine.units.registry import in_registry
+
+
+class Table:
+    """What Pint said about each unit expression and unit name, kept in the user's cache
+    folder in a file named by Pint's version and the text of this package's modules, so
+    that a later command reads the factors and dimensions without importing Pint. Without
+    a usable cache folder it is an empty table and Pint answers, as before."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.units: dict[str, list[Any]] = {}
+        self.names: dict[str, bool] = {}
+        self.changed = False
+        try:
+            from importlib.metadata import version
+
+            from platformdirs import user_cache_dir
+
+            key = f"{version('pint')}\n".encode() + b"".join(
+                p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))
+            digest = hashlib.sha256(key).hexdigest()[:16]
+            self.path = Path(user_cache_dir("perfgraph")) / f"unit-table-{digest}.json"
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.units, self.names = dict(data["units"]), dict(data["names"])
+        except Exception:  # noqa: BLE001 - no cache yet, or an unusable one: start empty
+            pass
+
+    def save(self) -> None:
+        if not self.changed or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"units": self.units, "names": self.names}),
+                           encoding="utf-8")
+            os.replace(tmp, self.path)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache
+            pass
+
+
+TABLE = Table()
+atexit.register(TABLE.save)
+
+
+def unknown_names(names: list[str]) -> list[str]:
+    """The names of ``names`` that are not units (each once), asking Pint only about those
+    the table does not know yet."""
+    unknown: list[str] = []
+    for name in names:
+        known = name == "%" or TABLE.names.get(name)
+        if known is None:
+            known = TABLE.names[name] = in_registry(name)
+            TABLE.changed = True
+        if not known and name not in unknown:
+            unknown.append(name)
+    return unknown
