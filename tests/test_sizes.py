@@ -42,9 +42,7 @@ OVER = {
     "perfgraph/engine/sheet.py": 410,
     "perfgraph/engine/units.py": 500,
     "perfgraph/measured/adapters/base.py": 472,
-    "perfgraph/measured/setup.py": 409,
     "perfgraph/measured/adapters/base.py:build_run": 51,
-    "perfgraph/measured/adapters/inferencemax.py:read_record": 68,
     "perfgraph/scenario/import_model.py:_shape": 63,
     "perfgraph/scenario/import_model.py:model_toml": 82,
 }
