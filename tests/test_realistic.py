@@ -97,7 +97,9 @@ def test_prefills_queue_behind_each_other_as_an_md1_queue() -> None:
     life = s.magnitude("ttft_unqueued") / 1e3 + 1024 * s.magnitude("itl") / 1e3
     rate = min(64, int(s.magnitude("max_concurrency"))) / life
     assert s.magnitude("request_arrival_rate") == pytest.approx(rate)
-    service = s.magnitude("prefill_time") + 8192 / 8128 * s.magnitude("decode_step_time")
+    budget = 8192 - min(64, int(s.magnitude("max_concurrency")))  # the running decodes'
+    assert s.magnitude("ttft_prefill_budget") == budget
+    service = s.magnitude("prefill_time") + 8192 / budget * s.magnitude("decode_step_time")
     assert s.magnitude("prefill_service_time") == pytest.approx(service)
     rho = rate * service / 1e3
     assert 0 < rho < 1
@@ -111,6 +113,11 @@ def test_users_whose_kv_does_not_fit_wait_little_s_law_lifetimes() -> None:
     s = sheet(prefill_in_step="true", queueing="true", isl="8192", kv_bytes="2")
     fits = s.magnitude("ceiling_batch")
     assert fits == int(s.magnitude("max_concurrency")) and fits < 64
+    # only those run: the step reads their KV, not all 64 users'
+    assert s.magnitude("running_batch") == fits
+    assert s.magnitude("step_prefill_tokens") == pytest.approx(fits * 8192 / 1024)
+    assert sheet(prefill_in_step="true", isl="8192", kv_bytes="2").magnitude(
+        "running_batch") == 64  # the roofline runs every user
     life = (s.magnitude("ttft_unqueued") + s.magnitude("prefill_queue_wait")
             + 1024 * s.magnitude("itl"))
     assert s.magnitude("kv_queue_wait") == pytest.approx((64 / fits - 1) * life)
