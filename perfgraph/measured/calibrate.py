@@ -299,7 +299,8 @@ def overlay_text(fit: Fit, use: str = "", engine: str | None = None,
                         " (one shape: runs of several workloads generalise better)"))
     if use:
         lines.append(f"# Use: {use}")
-    groups = sorted({" · ".join(str(p) for p in c.setup.group if p) for c in fit.fitted_runs})
+    groups = sorted({" · ".join(_shown_part(p) for p in c.setup.group if p)
+                     for c in fit.fitted_runs})
     lines += ["", f'name = "Calibrated efficiencies ({"; ".join(groups)}, '
                   f'{len(fit.fitted_runs)} runs)"', ""]
     if held_out_note:
@@ -314,6 +315,13 @@ def overlay_text(fit: Fit, use: str = "", engine: str | None = None,
         shown = f'"{value:.4g} {unit_text}"' if unit_text else f"{value:.4g}"
         lines.append(f"{f'{t.cell} = {shown}':<34}  # {t.doc}")
     return "\n".join(lines) + "\n"
+
+
+def _shown_part(part: object) -> str:
+    """A group part as a name reads it: the deployment's (cell, value) pairs as cell=value."""
+    if isinstance(part, tuple):
+        return ", ".join(f"{k}={v}" for k, v in part)
+    return str(part)
 
 
 def profile_lines(fit: Fit, engine: str | None = None,
