@@ -46,18 +46,17 @@ class Split:
     sets: tuple[tuple[str, str], ...] = ()
 
 
-#: vLLM's --kv-cache-dtype defaults to "auto": the KV cache stays in the activations' BF16
-#: even for FP8 weights (InferenceMAX launches vLLM without --kv-cache-dtype).
-VLLM_KV = (("kv_bytes", "2"),)
+#: The KV cache's dtype is each engine's rule (engines/*.toml kv_cache_dtype), applied per run
+#: by perfgraph.measured.setup: vLLM's --kv-cache-dtype auto keeps it in BF16 for FP8 weights.
 SPLITS = (
     Split("H100 vLLM: fit 1k/1k, hold 8k/1k", "workload",
-          (IMAX / "1k1k" / "H100.json",), (IMAX / "8k1k" / "H100.json",), VLLM_KV),
+          (IMAX / "1k1k" / "H100.json",), (IMAX / "8k1k" / "H100.json",)),
     Split("H100 vLLM: fit 8k/1k, hold 1k/1k", "workload",
-          (IMAX / "8k1k" / "H100.json",), (IMAX / "1k1k" / "H100.json",), VLLM_KV),
+          (IMAX / "8k1k" / "H100.json",), (IMAX / "1k1k" / "H100.json",)),
     Split("vLLM 1k/1k: fit H100, hold H200", "gpu",
-          (IMAX / "1k1k" / "H100.json",), (IMAX / "1k1k" / "H200.json",), VLLM_KV),
+          (IMAX / "1k1k" / "H100.json",), (IMAX / "1k1k" / "H200.json",)),
     Split("vLLM 1k/1k: fit H200, hold H100", "gpu",
-          (IMAX / "1k1k" / "H200.json",), (IMAX / "1k1k" / "H100.json",), VLLM_KV),
+          (IMAX / "1k1k" / "H200.json",), (IMAX / "1k1k" / "H100.json",)),
 )
 
 
@@ -78,9 +77,9 @@ class Profile:
 PROFILES = (
     Profile("h100-sxm", "vllm", "vLLM as InferenceMAX ran it (dashboard of 21 Oct 2025)",
             (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"),
-            ("H100 vLLM: fit 1k/1k, hold 8k/1k", "H100 vLLM: fit 8k/1k, hold 1k/1k"), VLLM_KV),
+            ("H100 vLLM: fit 1k/1k, hold 8k/1k", "H100 vLLM: fit 8k/1k, hold 1k/1k")),
     Profile("h200", "vllm", "vLLM as InferenceMAX ran it (dashboard of 21 Oct 2025)",
-            (IMAX / "1k1k" / "H200.json",), ("vLLM 1k/1k: fit H200, hold H100",), VLLM_KV),
+            (IMAX / "1k1k" / "H200.json",), ("vLLM 1k/1k: fit H200, hold H100",)),
 )
 
 

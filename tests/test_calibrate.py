@@ -55,10 +55,12 @@ def test_fit_on_1k1k_beats_the_roofline_and_reports_the_held_out_8k1k_error(fit)
     for t in TARGETS:
         if t.cell in fit.values:
             assert t.low <= fit.values[t.cell] <= t.high
-    # every run is TP >= 2, but 1k prompts cannot tell the link's efficiency from exposure
-    assert "link_efficiency" not in fit.values
-    assert any(n.startswith("link_efficiency: these runs do not determine it")
-               for n in fit.notes)
+    # every run is TP >= 2; the fit wants more exposed all-reduce time than the bounds allow
+    # (exposure 1, the link at 0.3 of its peak), and says that both sit on a bound
+    assert fit.values["tp_comm_exposed"] == pytest.approx(1, abs=1e-3)
+    assert fit.values["link_efficiency"] == pytest.approx(0.3, abs=1e-3)
+    assert "tp_comm_exposed: on its upper bound (1)" in fit.notes
+    assert "link_efficiency: on its lower bound (0.3)" in fit.notes
     assert fit.workloads == ("1024/1024",)
     assert [e.metric for e in fit.fitted] == list(FIT_METRICS)
     for e in fit.fitted:

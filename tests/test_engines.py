@@ -4,6 +4,8 @@ the engine, and the run's wins."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from perfgraph.cli.main import main
@@ -93,3 +95,45 @@ def test_the_runs_engine_wins():
     assert ("ep", "8") in dpa.deployment and ("dp_attention", "true") in dpa.deployment
     assert ("disaggregated", "true") in dpa.deployment
     assert not any("not modelled" in n for n in dpa.notes)
+
+
+IMAX_H100 = "tests/data/measured/inferencemax_llama70b_fp8/1k1k/H100.json"
+KV_AUTO = ("kv_bytes", "activation_bytes")
+
+
+def test_inferencemax_rows_carry_their_framework_and_get_its_kv_rule():
+    """InferenceMAX's "Framework": "VLLM" → vllm; vLLM's --kv-cache-dtype auto keeps KV in the
+    activations' BF16 for the FP8 model: 2 × 80 layers × 8 heads × 128 × 2 B = 327,680 B a
+    token (FP8: 163,840)."""
+    run = read_runs(IMAX_H100).runs[0]
+    assert run.engine == "vllm"  # the file's word, lower-cased; setup maps it
+    setup = setup_run(run, Baseline.from_spec(ScenarioSpec()))
+    assert setup.engine == "vllm" and KV_AUTO in setup.deployment
+    sheet = load(setup.spec(ScenarioSpec())).sheet
+    assert sheet.magnitude("kv_bytes", "B") == 2
+    assert sheet.magnitude("kv_bytes_per_token", "B/token") == 327_680
+    # a run served with an FP8 KV cache says so with --set kv_bytes=1: the rule steps aside
+    fp8 = setup_run(run, Baseline.from_spec(ScenarioSpec(sets=(("kv_bytes", "1"),))))
+    assert KV_AUTO not in fp8.deployment
+    assert load(fp8.spec(ScenarioSpec(sets=(("kv_bytes", "1"),)))).sheet.magnitude(
+        "kv_bytes_per_token", "B/token") == 163_840
+
+
+def test_the_kv_rule_is_each_engines_data():
+    runs = read_runs(IX).runs
+    base = Baseline.from_spec(ScenarioSpec())
+    sglang = setup_run(runs[6], base)  # H200 SGLang FP8: --kv-cache-dtype auto, BF16 KV
+    assert sglang.engine == "sglang" and KV_AUTO in sglang.deployment
+    trt = setup_run(runs[2], base)  # B200 TensorRT-LLM FP8: KV dtype follows the checkpoint
+    assert trt.engine == "trtllm" and KV_AUTO not in trt.deployment
+    atom = setup_run(runs[16], base)  # no engine file, no explicit --engine: no engine rule
+    assert atom.engine is None and KV_AUTO not in atom.deployment
+    bf16 = setup_run(dataclasses.replace(read_runs(IMAX_H100).runs[0], precision="BF16"), base)
+    assert KV_AUTO not in bf16.deployment  # BF16 weights: KV is BF16 either way, no note
+
+
+@pytest.mark.parametrize(("said", "engine"), [("TRT", "trtllm"), ("dynamo-sglang", "sglang"),
+                                              ("VLLM", "vllm"), ("TensorRT-LLM", "trtllm")])
+def test_a_files_framework_name_maps_to_an_engine_by_the_engine_files_aliases(said, engine):
+    run = dataclasses.replace(read_runs(IMAX_H100).runs[0], engine=said.lower())
+    assert setup_run(run, Baseline.from_spec(ScenarioSpec())).engine == engine

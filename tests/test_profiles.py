@@ -83,6 +83,7 @@ def test_compare_holds_each_run_against_the_roofline_and_the_prediction() -> Non
 
 
 def test_a_run_well_below_its_prediction_names_the_term_that_grew() -> None:
+    import dataclasses
     from pathlib import Path
 
     from perfgraph.measured.adapters import read_runs
@@ -90,12 +91,16 @@ def test_a_run_well_below_its_prediction_names_the_term_that_grew() -> None:
     from perfgraph.measured.findings import PREDICTED_TPOT_FACTOR, STEP_TERMS
     from perfgraph.measured.setup import Baseline
 
-    runs = read_runs(Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8"
-                     / "8k1k" / "H100.json").runs
+    measured = read_runs(Path(__file__).parent / "data" / "measured"
+                         / "inferencemax_llama70b_fp8" / "8k1k" / "H100.json").runs
+    # each run made 1.4× slower per token than it measured: well below the profile's
+    # prediction (fitted on these runs, median TPOT error ~5%), whatever the fit's details
+    runs = [dataclasses.replace(r, metrics={**r.metrics, "tpot": dataclasses.replace(
+        r.metrics["tpot"], value=1.4 * r.metrics["tpot"].value)}) for r in measured]
     compared = compare_runs(runs, Baseline.from_spec(ScenarioSpec(calibration="auto")),
                             levers=False)
     slow = [(c, f) for c in compared for f in c.findings if f.id == "slower-than-predicted"]
-    assert slow  # the 8k runs at batch >= 16 are slower than the profile says
+    assert len(slow) >= len(runs) // 2
     labels = [label for label, _ in STEP_TERMS.values()]
     for c, f in slow:
         assert 1 + c.metric("tpot").vs_predicted >= PREDICTED_TPOT_FACTOR

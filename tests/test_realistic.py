@@ -70,3 +70,58 @@ def test_exposed_tp_all_reduces_slow_the_prefill() -> None:
     assert s.magnitude("prefill_tp_comm_time") == pytest.approx(160 * per * 1e3)
     assert s.magnitude("ttft") == pytest.approx(s.magnitude("prefill_time")
                                                + s.magnitude("prefill_tp_comm_time"))
+
+
+def test_a_prompt_longer_than_the_step_budget_spans_ceil_isl_over_what_is_left_steps() -> None:
+    """vLLM's 8192-token budget less 64 running decodes leaves 8128 prompt tokens a step: a
+    1024-token prompt is one chunk, an 8192-token one two, 20000 tokens three; each chunk's
+    step also runs the decodes, and the prompt first waits half the step in flight."""
+    for isl, chunks in ((1024, 1), (8192, 2), (20000, 3)):
+        s = sheet(prefill_in_step="true", isl=str(isl))
+        assert s.magnitude("ttft_prefill_budget") == 8192 - 64
+        assert s.magnitude("ttft_prefill_chunks") == chunks
+        step = s.magnitude("decode_step_time")
+        assert s.magnitude("ttft_in_batch") == pytest.approx((chunks + 0.5) * step)
+        assert s.magnitude("ttft") == pytest.approx(s.magnitude("prefill_time")
+                                                    + (chunks + 0.5) * step)
+    # the roofline: one chunk, the whole prompt at once, no wait
+    s = sheet(isl="8192")
+    assert s.magnitude("ttft_prefill_chunks") == 1 and s.magnitude("ttft_in_batch") == 0
+
+
+def test_prefills_queue_behind_each_other_as_an_md1_queue() -> None:
+    """Closed loop of C running users (64, or what the KV holds): λ = C / (TTFT + OSL × ITL);
+    each prompt holds the budget for its prefill plus the decodes of the steps it fills; M/D/1
+    wait ρ·S / (2(1 − ρ))."""
+    s = sheet(prefill_in_step="true", queueing="true", isl="8192")
+    life = s.magnitude("ttft_unqueued") / 1e3 + 1024 * s.magnitude("itl") / 1e3
+    rate = min(64, int(s.magnitude("max_concurrency"))) / life
+    assert s.magnitude("request_arrival_rate") == pytest.approx(rate)
+    budget = 8192 - min(64, int(s.magnitude("max_concurrency")))  # the running decodes'
+    assert s.magnitude("ttft_prefill_budget") == budget
+    service = s.magnitude("prefill_time") + 8192 / budget * s.magnitude("decode_step_time")
+    assert s.magnitude("loop_prefill_service_time") == pytest.approx(service)
+    rho = rate * service / 1e3
+    assert 0 < rho < 1
+    assert s.magnitude("loop_prefill_queue_wait") == pytest.approx(rho / (2 * (1 - rho)) * service)
+    assert sheet(prefill_in_step="true", isl="8192").magnitude("loop_prefill_queue_wait") == 0
+
+
+def test_users_whose_kv_does_not_fit_wait_little_s_law_lifetimes() -> None:
+    """At 8192/1024 on 2 × H100 with BF16 KV only floor(max_concurrency) sequences fit; the
+    other users wait (N / C − 1) request lifetimes (Little's law, closed loop)."""
+    s = sheet(prefill_in_step="true", queueing="true", isl="8192", kv_bytes="2")
+    fits = s.magnitude("ceiling_batch")
+    assert fits == int(s.magnitude("max_concurrency")) and fits < 64
+    # only those run: the step reads their KV, not all 64 users'
+    assert s.magnitude("running_batch") == fits
+    assert s.magnitude("step_prefill_tokens") == pytest.approx(fits * 8192 / 1024)
+    assert sheet(prefill_in_step="true", isl="8192", kv_bytes="2").magnitude(
+        "running_batch") == 64  # the roofline runs every user
+    life = (s.magnitude("ttft_unqueued") + s.magnitude("loop_prefill_queue_wait")
+            + 1024 * s.magnitude("itl"))
+    assert s.magnitude("kv_queue_wait") == pytest.approx((64 / fits - 1) * life)
+    assert s.magnitude("ttft") == pytest.approx(
+        s.magnitude("ttft_unqueued") + s.magnitude("loop_prefill_queue_wait")
+        + s.magnitude("kv_queue_wait"))
+    assert sheet(queueing="true").magnitude("kv_queue_wait") == 0  # 1k/1k FP8 KV: all fit

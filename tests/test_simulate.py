@@ -236,7 +236,10 @@ def test_a_calibration_profile_reaches_the_step_model() -> None:
                                             "ttft_overhead"))
     assert alone["latency"]["ttft"][1]["mean"] == pytest.approx(want, rel=1e-3)
     # the sheet spreads each prompt evenly over the decode steps, the simulation carries it
-    # in chunk_size pieces: the two part by ~5% here (benchmarks/README.md)
+    # in chunk_size pieces, which push the steps that carry them compute-bound: the
+    # simulation is the slower, by ~5% with the profile fitted before issue 12's queueing and
+    # chunk count, by 11.6% with the one refitted after them (decode compute efficiency 0.45,
+    # was 0.62: a chunk's step goes compute-bound sooner)
     loop = summarise(simulate(sheet, Setup(users=64, requests=640)), sheet)
-    assert loop["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"),
-                                                               rel=0.06)
+    tpot = loop["latency"]["tpot"][1]["mean"]
+    assert sheet.magnitude("itl") < tpot < 1.13 * sheet.magnitude("itl")

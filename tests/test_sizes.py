@@ -37,10 +37,7 @@ def too_long(root: Path) -> list[str]:
 
 
 #: What is over the limits now, with its present size: may shrink, never grow.
-OVER = {
-    "perfgraph/measured/setup.py": 409,
-    "perfgraph/measured/adapters/inferencemax.py:read_record": 68,
-}
+OVER: dict[str, int] = {}
 
 
 def _key_and_size(problem: str) -> tuple[str, int]:

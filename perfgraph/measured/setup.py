@@ -18,31 +18,26 @@ concurrency) is evaluated at ``--set concurrency`` if given, else at Little's la
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 
 from perfgraph.engine.numbers import number
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.base import in_flight
+from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exported)
+    _CELL_FOR,
+    CONFIG_CELLS,
+    CONFIGURED,
+    DEPLOYMENT_CELLS,
+    EXPECTED,
+    IN_FLIGHT_BELOW,
+    MEASURED,
+    OPTIONS,
+    Baseline,
+    Setup,
+)
 from perfgraph.scenario.catalog import catalog_names, hardware_aliases, load_entry
-from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
-
-#: The serving inputs set per run, as columns of the sheet.
-CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
-#: A measured in-flight concurrency under this fraction of the configured one replaces it
-#: (within 5% the two agree up to the ramp at the run's start and end).
-IN_FLIGHT_BELOW = 0.95
-#: Where a run's ISL or OSL came from, as the outputs name it.
-MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
-#: The deployment a run record may carry, each set as the cell of its name where the sheet has it
-#: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
-DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "disaggregated", "prefill_gpus",
-                    "decode_gpus", "prefill_tp", "decode_tp")
-#: Run fields the sheet spells otherwise: its tp and ep are the decode workers' (the
-#: disaggregation sheet sizes the prefill pool with prefill_tp).
-_CELL_FOR = {"decode_tp": "tp"}
+from perfgraph.scenario.loading import engine_entry, engine_names, precisions
 
 _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-FP8, …-NVFP4)
     (r"(nv|mx)?fp4", "fp4"),
@@ -50,90 +45,6 @@ _PRECISION_HINTS = (  # first match wins: a precision named in a model id (…-F
     (r"int8|w8a8", "int8"),
     (r"bf16|fp16", "bf16"),
 )
-
-
-@dataclass(frozen=True)
-class Setup:
-    """The model's configuration for one run: catalog names, serving inputs, and notes saying
-    where each came from. ``error`` says why the run cannot be modelled (then the rest may be
-    None)."""
-
-    model: str | None
-    hardware: str | None
-    precision: str | None
-    tp: float | None
-    concurrency: float | None
-    isl: float | None
-    osl: float | None
-    notes: tuple[str, ...] = ()
-    error: str | None = None
-    isl_source: str | None = None  # MEASURED | CONFIGURED | OPTIONS
-    osl_source: str | None = None
-    #: the OSL the model's E2EL is taken at: the run's implied mean OSL where the file gives
-    #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
-    e2el_osl: float | None = None
-    concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
-    engine: str | None = None  # the run's engine where the file names a known one, else None
-    #: (cell, value) for the run's deployment beyond TP, only cells the sheet has
-    deployment: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def group(self) -> tuple:
-        """Runs with the same group share one loaded scenario."""
-        return self.model, self.hardware, self.precision, self.engine, self.deployment
-
-    def spec(self, base: ScenarioSpec) -> ScenarioSpec:
-        return ScenarioSpec(file=base.file, model=self.model, hardware=self.hardware,
-                            workload=base.workload, precision=self.precision,
-                            sets=(*base.sets, *self.deployment),
-                            calibration=base.calibration, engine=self.engine or base.engine)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """What the scenario options say, and which of it the user gave on purpose."""
-
-    spec: ScenarioSpec
-    choices: Mapping[str, str]  # model / hardware / precision: catalog name or path
-    values: Mapping[str, float]  # tp / concurrency / isl / osl
-    explicit: frozenset[str]
-    cells: frozenset[str] = frozenset()  # the sheet's cell names
-    engine: str = "vllm"
-
-    @classmethod
-    def from_spec(cls, spec: ScenarioSpec) -> Baseline:
-        """Load the scenario once (bad options fail here, as PerfgraphError) and note which
-        parts the user chose rather than the built-in defaults."""
-        scenario = load(spec)
-        choices = {"model": spec.model or scenario.model.path,
-                   "hardware": spec.hardware or scenario.hardware.path,
-                   "precision": scenario.precision}
-        values = {name: scenario.sheet.magnitude(name) for name in CONFIG_CELLS
-                  if scenario.sheet.error(name) is None}
-        return cls(spec, choices, values, frozenset(_explicit(spec, scenario)),
-                   frozenset(scenario.sheet.names), scenario.engine)
-
-    @property
-    def reference(self) -> str:
-        """What the runs are held against: the roofline, or a calibrated model."""
-        return "calibrated model" if self.spec.calibration else "roofline"
-
-    def shown(self, kind: str) -> str:
-        """A choice as a user reads it: the catalog slug for a catalog file."""
-        text = self.choices[kind]
-        return text.rsplit("/", 1)[-1].removesuffix(".toml") if kind != "precision" else text
-
-
-def _explicit(spec: ScenarioSpec, scenario: Scenario) -> set[str]:
-    file_data = scenario.file.doc.data if scenario.file is not None else {}
-    file_values = file_data.get("values", {}) if isinstance(file_data, dict) else {}
-    chosen = {kind for kind in ("model", "hardware", "precision", "engine")
-              if getattr(spec, kind) is not None or kind in file_data}
-    set_names = {name for name, _ in spec.sets}
-    for name in CONFIG_CELLS:
-        if name in set_names or name in file_values or spec.workload is not None:
-            chosen.add(name)
-    return chosen
 
 
 def model_slug(text: str | None) -> str | None:
@@ -214,7 +125,7 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
         notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
                      "roofline, 'vs predicted' against the calibrated model")
     osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
-    deployment = _deployment(run, base, notes)
+    deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes)
     e2el_osl = _e2el_osl(run, osl, osl_source, notes)
     return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
                  isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
@@ -230,18 +141,50 @@ def _source(measured: float | None, expected: float | None, configured: float | 
 
 
 def _engine(run: MeasuredRun, base: Baseline, notes: list[str]) -> str | None:
-    """The run's engine wins, like its precision; one without an engine file is modelled with
-    the scenario's engine, and says so."""
+    """The run's engine wins, like its precision (the file's name for it mapped by the engine
+    files' ``aliases``); one without an engine file is modelled with the scenario's engine,
+    and says so."""
     if run.engine is None:
         return None
-    known = engine_names()
-    if run.engine not in known:
+    engine = _engine_aliases().get(run.engine.strip().lower())
+    if engine is None:
         notes.append(f"the file's engine {run.engine!r} has no engine file (known: "
-                     f"{', '.join(known)}); modelled with {base.engine}'s memory rule")
+                     f"{', '.join(engine_names())}); modelled with {base.engine}'s memory rule")
         return None
-    if "engine" in base.explicit and base.engine != run.engine:
+    if "engine" in base.explicit and base.engine != engine:
         notes.append(f"--engine {base.engine} not used: the file says {run.engine}")
-    return run.engine
+    return engine
+
+
+@lru_cache(maxsize=1)
+def _engine_aliases() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for name in engine_names():
+        for alias in (name, *engine_entry(name).doc.data.get("aliases", ())):
+            table.setdefault(str(alias).strip().lower(), name)
+    return table
+
+
+def _kv_cache(engine: str | None, precision: str, base: Baseline,
+              notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """The engine's KV-cache dtype rule (``kv_cache_dtype`` in engines/*.toml) for the run's
+    engine, or an explicit ``--engine``: "activations" (vLLM, SGLang: ``--kv-cache-dtype
+    auto``) stores KV in the activations' dtype whatever the weights' precision, as
+    ``kv_bytes = activation_bytes``; "checkpoint" (TensorRT-LLM) keeps the precision's
+    kv_bytes. A ``--set kv_bytes`` (a run that used an FP8 KV cache) wins."""
+    name = engine or (base.engine if "engine" in base.explicit else None)
+    if name is None or any(cell == "kv_bytes" for cell, _ in base.spec.sets):
+        return ()
+    entry = engine_entry(name)
+    table = precisions().data
+    kv = table.get(precision, {}).get("kv_bytes")
+    if entry.doc.data.get("kv_cache_dtype") != "activations" or kv == table["bf16"]["kv_bytes"]:
+        return ()
+    notes.append(f"KV cache in the activations' dtype (kv_bytes = activation_bytes), not "
+                 f"{precision}'s {kv}: {entry.doc.data.get('name', name)}'s KV-cache dtype "
+                 f"defaults to auto, the model's dtype (engines/{name}.toml); pass --set "
+                 "kv_bytes=1 for a run served with an FP8 KV cache")
+    return (("kv_bytes", "activation_bytes"),)
 
 
 def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tuple[str, str], ...]:

@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate", help="fit efficiency inputs to measured runs; write a --calibration file",
         description="Fit the realistic terms (achievable bandwidth and compute, fixed costs "
-                    "per step, sequence and request, exposed TP all-reduces) to measured runs "
+                    "per step, sequence and request, exposed TP all-reduces), with chunked "
+                    "prefill in each step and closed-loop queueing turned on, to measured runs "
                     "within physical bounds (bounded least squares on log TTFT, TPOT and "
                     "throughput), report the fit's median and p90 error on those runs and on "
                     "--holdout runs, and write the fitted values as a TOML overlay for "

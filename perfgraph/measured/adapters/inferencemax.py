@@ -97,65 +97,59 @@ class InferenceMaxRowsAdapter(Adapter):
             zero = next(k for k, v in (("TPOT (ms)", tpot), ("TPUT per GPU", per_gpu),
                                        ("E2EL (s)", e2el_s)) if v <= 0)
             raise RunRefused(f"'{zero}' is 0: the run measured nothing")
-        precision = record.get("Precision")
-        notes = [
-            f"{record.get('Framework', '?')} {precision or '?'}; TTFT/TPOT/E2EL "
-            "are means over the run",
-            "TPUT per GPU is total (input+output) tokens/s ÷ TP",
-        ]
+        precision, framework = record.get("Precision"), record.get("Framework")
+        notes = [f"{framework or '?'} {precision or '?'}; TTFT/TPOT/E2EL are means over the run",
+                 "TPUT per GPU is total (input+output) tokens/s ÷ TP"]
         caveats: list[str] = []
-        metrics: dict = {}
-        put(metrics, "ttft", "mean", ttft, "ms", DEFINITIONS["ttft"])
-        put(metrics, "tpot", "mean", tpot, "ms", DEFINITIONS["tpot"])
-        put(metrics, "e2el", "mean", e2el_s * 1000.0, "ms", DEFINITIONS["e2el"])
-        put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", PER_GPU.format(gpus="TP"))
-        put(
-            metrics,
-            "total_throughput",
-            "mean",
-            per_gpu * tp,
-            "token/s",
-            "input + output tokens / s, whole system (derived: TPUT per GPU × TP)",
-        )
-        lowest = shared["lowest_ttft"].get(_group(record))
-        if lowest and ttft > 5 * lowest:
-            notes.append(
-                f"TTFT {ttft:.0f} ms is {ttft / lowest:.0f}× the lowest TTFT at this "
-                "hardware/TP in the file: requests queued (the server could not hold "
-                "this concurrency)"
-            )
+        _queued(ttft, shared["lowest_ttft"].get(_group(record)), notes)
         isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
-        implied = (e2el_s * 1000.0 - ttft) / tpot + 1
-        if implied >= 1:
-            notes.append(
-                f"implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {implied:.0f}"
-                + (f" (configured {osl_cfg})" if osl_cfg else "")
-            )
-        else:
-            implied = None
-        model = record.get("Model")
-        if not model and "model" not in ctx.values:
-            model = DEFAULT_MODEL
-            notes.append(
-                f"model not in the rows; assumed {DEFAULT_MODEL} (the InferenceMAX rows "
-                "in PROVENANCE.md); pass overrides={'model': ...} for other files"
-            )
+        implied = _implied_osl(ttft, tpot, e2el_s, osl_cfg, notes)
         return build_run(
-            ctx,
-            self.format,
-            index,
-            metrics=metrics,
-            notes=notes,
-            caveats=caveats,
-            model=model,
+            ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu, tp),
+            notes=notes, caveats=caveats, model=_model(record, ctx, notes),
             precision=str(precision) if precision else None,
-            hardware=runner_gpu(record["Hardware"], notes),
-            tp=tp,
-            concurrency=conc,
-            isl_configured=isl_cfg,
-            osl_configured=osl_cfg,
-            osl_implied=implied,
+            hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
+            isl_configured=isl_cfg, osl_configured=osl_cfg, osl_implied=implied,
+            # the row's Framework as it says it ("VLLM"); measured/setup maps it to an engine
+            engine=str(framework).strip().lower() if framework else None,
         )
+
+
+def _queued(ttft: float, lowest: float | None, notes: list[str]) -> None:
+    if lowest and ttft > 5 * lowest:
+        notes.append(f"TTFT {ttft:.0f} ms is {ttft / lowest:.0f}× the lowest TTFT at this "
+                     "hardware/TP in the file: requests queued (the server could not hold "
+                     "this concurrency)")
+
+
+def _implied_osl(ttft: float, tpot: float, e2el_s: float, osl_cfg: int | None,
+                 notes: list[str]) -> float | None:
+    implied = (e2el_s * 1000.0 - ttft) / tpot + 1
+    if implied < 1:
+        return None
+    notes.append(f"implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {implied:.0f}"
+                 + (f" (configured {osl_cfg})" if osl_cfg else ""))
+    return implied
+
+
+def _row_metrics(ttft: float, tpot: float, e2el_s: float, per_gpu: float, tp: int) -> dict:
+    metrics: dict = {}
+    put(metrics, "ttft", "mean", ttft, "ms", DEFINITIONS["ttft"])
+    put(metrics, "tpot", "mean", tpot, "ms", DEFINITIONS["tpot"])
+    put(metrics, "e2el", "mean", e2el_s * 1000.0, "ms", DEFINITIONS["e2el"])
+    put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", PER_GPU.format(gpus="TP"))
+    put(metrics, "total_throughput", "mean", per_gpu * tp, "token/s",
+        "input + output tokens / s, whole system (derived: TPUT per GPU × TP)")
+    return metrics
+
+
+def _model(record: dict, ctx: Context, notes: list[str]) -> str | None:
+    model = record.get("Model")
+    if not model and "model" not in ctx.values:
+        notes.append(f"model not in the rows; assumed {DEFAULT_MODEL} (the InferenceMAX rows "
+                     "in PROVENANCE.md); pass overrides={'model': ...} for other files")
+        return DEFAULT_MODEL
+    return model
 
 
 def _required(record: dict, key: str):
@@ -199,35 +193,7 @@ class InferenceMaxAggAdapter(Adapter):
         if not metrics:
             raise RunRefused("no latency statistics (mean_ttft, median_tpot, ...) in the record")
         tp, gpus = _gpus(record, notes)
-        split = record.get("is_multinode")
-        for key, base, what in (
-            (
-                "tput_per_gpu",
-                "throughput_per_gpu",
-                f"total (input + output) tokens / s ÷ {gpus} GPUs",
-            ),
-            (
-                "output_tput_per_gpu",
-                "output_throughput_per_gpu",
-                "output tokens / s ÷ " + ("decode GPUs" if split else f"{gpus} GPUs"),
-            ),
-            (
-                "input_tput_per_gpu",
-                "input_throughput_per_gpu",
-                "input tokens / s ÷ " + ("prefill GPUs" if split else f"{gpus} GPUs"),
-            ),
-        ):
-            value = number(record, key, required=(key == "tput_per_gpu"))
-            if value is not None:
-                put(metrics, base, "mean", value, "token/s", what)
-        put(
-            metrics,
-            "total_throughput",
-            "mean",
-            metrics["throughput_per_gpu"].value * gpus,
-            "token/s",
-            f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})",
-        )
+        _agg_throughputs(record, metrics, gpus)
         notes.append("latencies converted from seconds (agg files) to ms")
         precision = record.get("precision")
         isl, osl = number(record, "isl", required=False), number(record, "osl", required=False)
@@ -250,6 +216,23 @@ class InferenceMaxAggAdapter(Adapter):
             isl_configured=isl,
             osl_configured=osl,
         )
+
+
+def _agg_throughputs(record: dict, metrics: dict, gpus: int) -> None:
+    """The agg file's per-GPU throughputs, and the whole system's total."""
+    split = record.get("is_multinode")
+    for key, base, what in (
+        ("tput_per_gpu", "throughput_per_gpu", f"total (input + output) tokens / s ÷ {gpus} GPUs"),
+        ("output_tput_per_gpu", "output_throughput_per_gpu",
+         "output tokens / s ÷ " + ("decode GPUs" if split else f"{gpus} GPUs")),
+        ("input_tput_per_gpu", "input_throughput_per_gpu",
+         "input tokens / s ÷ " + ("prefill GPUs" if split else f"{gpus} GPUs")),
+    ):
+        value = number(record, key, required=(key == "tput_per_gpu"))
+        if value is not None:
+            put(metrics, base, "mean", value, "token/s", what)
+    put(metrics, "total_throughput", "mean", metrics["throughput_per_gpu"].value * gpus,
+        "token/s", f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})")
 
 
 def _shown(x: float | None) -> str:
