@@ -34,13 +34,16 @@ from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
+from perfgraph.tui.widgets.plan_panel import PlanPanel
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
 #: table, the header, the tabs and the bar's labels go; 80 × 24 keeps both readable.
 NARROW, SHORT = 120, 32
 #: Which keys the key line shows when a widget of this id has the focus (else the cells').
-FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured"}
+FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured", "plans": "plan",
+                "plan-ttft": "question", "plan-itl": "question", "plan-e2e": "question",
+                "plan-rate": "question", "simulate-panel": "simulate"}
 
 
 class PerfgraphApp(App[None]):
@@ -239,6 +242,15 @@ class PerfgraphApp(App[None]):
             self.fail(exc)
             return
         self.notify(f"applied: {message.lever.title} (u to undo)")
+
+    def on_plan_panel_apply(self, message: PlanPanel.Apply) -> None:
+        try:
+            self.redraw(self.session.apply_choices(message.label, message.choices,
+                                                   message.sets))
+        except PerfgraphError as exc:
+            self.fail(exc)
+            return
+        self.notify(f"applied {message.label} (u to undo)")
 
     def action_undo(self) -> None:
         try:
