@@ -275,3 +275,32 @@ def test_the_frozen_answers_are_what_the_commands_answer() -> None:
     assert set(live) == set(frozen_doc)
     assert set(live["summary"]) == set(frozen_doc["summary"])
     assert Path(TUI_DATA / "PROVENANCE.md").read_text().count("_answer.json") >= 2
+
+
+# ---------------------------------------------------------------------- the scenario bar
+def test_the_bars_choice_opens_its_list_only_when_picked_and_switches() -> None:
+    from textual.widgets import OptionList
+
+    from perfgraph.tui.screens.dialogs import ChoiceScreen
+
+    app = make_app(load())
+
+    async def script(pilot: Pilot) -> None:
+        assert not app.query(OptionList).filter("#choice-list")  # no list at startup
+        choice = app.query_one("#choose-hardware")
+        choice.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChoiceScreen) and "h200" in screen.options
+        screen.query_one(OptionList).highlighted = screen.options.index("h200")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.session.choices()["hardware"] == "h200"
+        assert choice.value == "h200" and len(app.session.undo_labels) == 1
+        await pilot.press("u")
+        await pilot.pause()
+        assert choice.value == "h100-sxm"  # the bar follows the undo, posting nothing
+        assert app.session.choices()["hardware"] == "h100-sxm" and not app.session.undo_labels
+
+    drive(app, script)
