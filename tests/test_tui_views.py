@@ -304,3 +304,21 @@ def test_the_bars_choice_opens_its_list_only_when_picked_and_switches() -> None:
         assert app.session.choices()["hardware"] == "h100-sxm" and not app.session.undo_labels
 
     drive(app, script)
+
+
+def test_80x24_keeps_the_table_and_the_plan_or_the_simulation_readable(frozen) -> None:
+    app = make_app(load(), cell="throughput")
+
+    async def script(pilot: Pilot) -> None:
+        await pilot.press("6")
+        await settle(pilot)
+        table, plans = app.table.region, app.query_one("#plans").region
+        assert table.height >= 8 and plans.y >= table.bottom
+        assert plans.width >= 76 and plans.height >= 5  # the best plan and four more
+        assert app.query_one("#plan-rate").region.width >= 16
+        await pilot.press("7")
+        await settle(pilot)
+        summary = app.query_one("#sim-summary").region
+        assert summary.width >= 76 and summary.height >= 6  # p50/p90/p99 of three metrics
+
+    drive(app, script, size=SMALL)
