@@ -135,11 +135,16 @@ def _row_keys(scenario: Scenario) -> tuple[list[str], list[str]]:
 
 
 def _line(what: str, ours: list[float], bare: list[float], target: str) -> str:
+    """Best and median of each, their ratios, and the median of the paired ratios (each
+    measurement of the dashboard over the bare app's taken beside it: under a load that
+    drifts, the steadiest of the three)."""
     o, b = min(ours), min(bare)
     mo, mb = statistics.median(ours), statistics.median(bare)
-    return (f"{what:<34} dashboard {o * 1e3:7.1f} ms (median {mo * 1e3:.1f})"
+    paired = statistics.median(x / y for x, y in zip(ours, bare, strict=True))
+    return (f"{what:<30} dashboard {o * 1e3:7.1f} ms (median {mo * 1e3:.1f})"
             f"   bare {b * 1e3:6.1f} ms (median {mb * 1e3:.1f})"
-            f"   ratio {o / b:4.2f}× (medians {mo / mb:4.2f}×)   target {target}")
+            f"   ratio {o / b:4.2f}× (medians {mo / mb:4.2f}×, paired {paired:4.2f}×)"
+            f"   target {target}")
 
 
 def main(argv: list[str] | None = None) -> int:

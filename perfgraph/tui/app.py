@@ -16,7 +16,6 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Header, Static, TabbedContent, TabPane
 
@@ -34,13 +33,16 @@ from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
+from perfgraph.tui.widgets.plan_panel import PlanPanel
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
 #: table, the header, the tabs and the bar's labels go; 80 × 24 keeps both readable.
 NARROW, SHORT = 120, 32
 #: Which keys the key line shows when a widget of this id has the focus (else the cells').
-FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured"}
+FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured", "plans": "plan",
+                "plan-ttft": "question", "plan-itl": "question", "plan-e2e": "question",
+                "plan-rate": "question", "simulate-panel": "simulate"}
 
 
 class PerfgraphApp(App[None]):
@@ -90,8 +92,9 @@ class PerfgraphApp(App[None]):
                     if widget is None:
                         continue
                     self.views[view.view_id] = widget
-                    with TabPane(view.title, id=view.view_id):  # the hidden ones after the
-                        yield widget if view is VIEWS[0] else Lazy(widget)  # first paint
+                    with TabPane(view.title, id=view.view_id):  # the others when first
+                        if view is VIEWS[0]:  # shown (mount_view): startup composes one
+                            yield widget
         yield EditBar(id="edit-bar")
         self.keys = KeyLine(id="keys")
         yield self.keys
@@ -143,7 +146,9 @@ class PerfgraphApp(App[None]):
         if view_id not in self._stale:
             return
         view: View = self.views[view_id]
-        if not view.is_mounted:  # type: ignore[attr-defined]  # a Lazy one, not yet there
+        if not view.is_mounted:  # type: ignore[attr-defined]  # shown by a click on its tab
+            if view.parent is None:  # type: ignore[attr-defined]
+                self.query_one(f"TabPane#{view_id}", TabPane).mount(view)  # type: ignore[arg-type]
             self.call_after_refresh(self.draw_view)
             return
         self._stale.discard(view_id)
@@ -240,6 +245,15 @@ class PerfgraphApp(App[None]):
             return
         self.notify(f"applied: {message.lever.title} (u to undo)")
 
+    def on_plan_panel_apply(self, message: PlanPanel.Apply) -> None:
+        try:
+            self.redraw(self.session.apply_choices(message.label, message.choices,
+                                                   message.sets))
+        except PerfgraphError as exc:
+            self.fail(exc)
+            return
+        self.notify(f"applied {message.label} (u to undo)")
+
     def action_undo(self) -> None:
         try:
             label = self.session.undo()
@@ -252,12 +266,19 @@ class PerfgraphApp(App[None]):
         self.redraw(None)
         self.notify(f"undone: {label}")
 
-    def action_view(self, view_id: str) -> None:
+    async def mount_view(self, view_id: str) -> None:
+        """Mount a view the first time it is shown (startup composes only the first)."""
+        view = self.views[view_id]
+        if view.parent is None:
+            await self.query_one(f"TabPane#{view_id}", TabPane).mount(view)
+
+    async def action_view(self, view_id: str) -> None:
         """Show a view; a view with its own table (levers, measured) takes the keys."""
         if view_id not in self.views:
             self.notify("no measured runs: start with perfgraph tui --measured RUN…"
                         if view_id == "measured" else f"no {view_id} view")
             return
+        await self.mount_view(view_id)
         self.query_one(TabbedContent).active = view_id
         focus_on = type(self.views[view_id]).focus_on
         if focus_on is None:

@@ -24,7 +24,7 @@ class CellCommands(Provider):
             yield f"explain {name}", doc, partial(app.explain_cell, name)
         choices = session.choices()
         for kind, _ in CATALOGS:
-            for value, _label in catalog_options(kind, choices[kind]):
+            for value in catalog_options(kind, choices[kind]):
                 if value != choices[kind]:
                     yield (f"{kind} {value}", f"switch the {kind} (edits are kept)",
                            partial(app.choose, kind, value))

@@ -166,6 +166,32 @@ class Session:
         self._undo.append(Undo(f"lever {lever.title}", tuple(previous)))
         return self.sheet.names
 
+    def apply_choices(self, label: str, choices: dict[str, str],
+                      sets: Iterable[tuple[str, str]]) -> list[str]:
+        """Switch to ``choices`` (a plan's hardware and precision), then set each of ``sets``:
+        one what-if, one undo step. On a failure nothing stays changed (InputError)."""
+        old, kept = self.scenario.spec, tuple(scenario_save.edited(self.sheet).values())
+        switch = {k: v for k, v in choices.items() if self.choices().get(k) != v}
+        if set(switch) - set(CHOICE_KEYS):
+            raise InputError(f"cannot switch {sorted(switch)}; expected {CHOICE_KEYS}")
+        if switch:
+            self._reload(replace(old, **switch), kept)  # type: ignore[arg-type]
+        before: list[Declaration] = []
+        for name, raw in sets:
+            try:
+                before.append(self.sheet.declaration(name))
+                self.sheet.set(name, raw, EDIT)
+            except (PerfgraphError, ArithmeticError) as exc:
+                if switch:
+                    self._reload(old, kept)
+                else:
+                    for decl in reversed(before):
+                        self.sheet.restore(decl)
+                raise _edit_error(name, exc) from None
+        self._undo.append(Undo(label, spec=old, edits=kept) if switch
+                          else Undo(label, tuple(reversed(before))))
+        return self.sheet.names
+
     def undo(self) -> str | None:
         """Take back the last edit, switch or lever; its label, or None if nothing to undo."""
         if not self._undo:

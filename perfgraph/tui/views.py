@@ -57,9 +57,12 @@ def _registry() -> tuple[type[View], ...]:
     from perfgraph.tui.widgets.explain_panel import ExplainPanel
     from perfgraph.tui.widgets.levers_panel import LeversPanel
     from perfgraph.tui.widgets.measured_panel import MeasuredPanel
+    from perfgraph.tui.widgets.plan_panel import PlanPanel
     from perfgraph.tui.widgets.plots import ConcurrencyView, RooflinePlot
+    from perfgraph.tui.widgets.simulate_panel import SimulatePanel
 
-    return (ExplainPanel, RooflinePlot, ConcurrencyView, LeversPanel, MeasuredPanel)
+    return (ExplainPanel, RooflinePlot, ConcurrencyView, LeversPanel, MeasuredPanel,
+            PlanPanel, SimulatePanel)
 
 
 #: Every view, in the order of its key.

@@ -54,3 +54,33 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """Pick one of ``options`` (the scenario bar's list, built only when it opens);
+    dismisses with the value, or None (Esc)."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, title: str, options: list[str], current: str) -> None:
+        super().__init__()
+        self.title_text, self.options, self.current = title, options, current
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import OptionList
+
+        with Vertical(classes="dialog choice"):
+            yield Label(f"{self.title_text}: Enter picks · Esc cancels", classes="dim")
+            yield OptionList(*self.options, id="choice-list")
+
+    def on_mount(self) -> None:
+        from textual.widgets import OptionList
+
+        if self.current in self.options:
+            self.query_one(OptionList).highlighted = self.options.index(self.current)
+
+    def on_option_list_option_selected(self, event: object) -> None:
+        self.dismiss(self.options[event.option_index])  # type: ignore[attr-defined]
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

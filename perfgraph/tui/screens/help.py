@@ -24,8 +24,10 @@ as it was loaded.
 | Esc | cancel the edit (the cell goes back to what it was) |
 | `x` | reset the cell to the scenario as loaded (unpin it) |
 | `u`, Ctrl+Z | undo the last edit, switch or lever |
-| `1` `2` `3` `4` `5` | explain · roofline · concurrency · levers · measured |
-| `a` | (levers) apply the highlighted lever as a what-if |
+| `1` … `7` | explain · roofline · concurrency · levers · measured · plan · simulate |
+| `a` | (levers) apply the highlighted lever as a what-if; (plan) apply the highlighted plan |
+| `s`, `e` | (plan) search again; edit the SLOs and the rate (Enter searches) |
+| `o` | (simulate) closed loop of `concurrency` users ⇄ open loop at `request_rate` |
 | Ctrl+S | save the edits into the scenario file (comments kept) |
 | Ctrl+A | save as a new scenario file |
 | Ctrl+P | command palette: jump to a cell, switch model, hardware, workload, precision |
@@ -37,13 +39,27 @@ The bar at the top picks the model, hardware, workload and precision from the ca
 formula with its values, and the cells it reads and that read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
 In a terminal under 120 columns the view sits under the table; under 32 rows the header
-and the tabs are left out (the keys `1`–`5` still switch views).
+and the tabs are left out (the keys `1`–`7` still switch views).
 
 **Measured** (`perfgraph tui --measured RUN…`, files or folders of vLLM, SGLang, AIPerf or
 InferenceMAX results) lists every run against the model at the run's own configuration:
 measured / roofline and the % of possible, as `perfgraph compare` prints them. The plots
 show the highlighted run's configuration: the model's throughput and TPOT against
 concurrency, with every run made at that configuration as a point.
+
+**Plan** asks `perfgraph plan`'s search: the SLOs (TTFT, ITL, optionally E2E) and a rate,
+filled from the sheet's `ttft_slo`, `itl_slo` and `request_rate` at first. It searches the
+scenario's model and workload on every catalog accelerator and precision, TP, PP,
+aggregated or disaggregated, at batches 1 … 1024 about √2 apart (a worker thread; the
+dashboard keeps answering), and shows how many candidates it searched and how many met the
+SLOs, the Pareto frontier of tokens/s per GPU against tokens/s per user, and the best plan,
+the runners-up and the frontier as rows. `a` applies a row to the sheet as one what-if (its
+hardware and precision, TP, PP, batch and mode, and the question's rate and SLOs): Δ shows
+what it changed and `u` takes it back.
+
+**Simulate** runs `perfgraph simulate` on the sheet (1000 requests, seed 0) each time it is
+shown after a change: the CDFs of TTFT and ITL with their p50 and p99, the batch over time,
+and the summary, labelled roofline or calibrated as `perfgraph simulate` labels it.
 """
 
 

@@ -11,13 +11,19 @@ from textual.widgets import Static
 
 #: (key, what it does) for each place the keys can be.
 KEYS: dict[str, tuple[tuple[str, str], ...]] = {
-    "cells": (("e", "edit"), ("x", "reset"), ("u", "undo"), ("1-5", "views"),
+    "cells": (("e", "edit"), ("x", "reset"), ("u", "undo"), ("1-7", "views"),
               ("^s", "save"), ("^p", "palette"), ("?", "help"), ("q", "quit")),
     "edit": (("Enter", "keep"), ("Esc", "cancel"), ("", "a number, \"4.8 TB/s\" or a formula")),
-    "levers": (("a", "apply lever"), ("u", "undo"), ("1", "cells"), ("2-5", "views"),
+    "levers": (("a", "apply lever"), ("u", "undo"), ("1", "cells"), ("2-7", "views"),
                ("^s", "save"), ("?", "help"), ("q", "quit")),
-    "measured": (("↑↓", "runs"), ("1", "cells"), ("2-5", "views"), ("?", "help"),
+    "measured": (("↑↓", "runs"), ("1", "cells"), ("2-7", "views"), ("?", "help"),
                  ("q", "quit")),
+    "plan": (("s", "search"), ("a", "apply plan"), ("e", "edit SLOs"), ("u", "undo"),
+             ("1", "cells"), ("2-7", "views"), ("?", "help"), ("q", "quit")),
+    "question": (("Enter", "search"), ("Tab", "next"), ("Esc", "plans"),
+                 ("", "\"500 ms\", \"20 request/s\"")),
+    "simulate": (("o", "open/closed loop"), ("u", "undo"), ("1", "cells"), ("2-7", "views"),
+                 ("?", "help"), ("q", "quit")),
 }
 
 

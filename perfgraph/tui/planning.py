@@ -1,0 +1,103 @@
+"""The plan view's data, without a widget: a question asked of ``perfgraph plan``'s search
+core (:mod:`perfgraph.whatif.plan`) and its answer as rows the view draws.
+
+The view asks for the scenario's model and workload over every catalog accelerator, with the
+plan's default axes except the batch, searched at :data:`BATCHES` (a sixth of the default's
+1024 values: about 60,000 candidates, answered in well under a second, where the full space
+of ~3 million takes several seconds). The answer is what ``perfgraph plan --format json``
+prints, so a saved JSON answer renders the same (the snapshots use one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from perfgraph.scenario.loading import ScenarioSpec
+from perfgraph.whatif import plan, plan_report
+
+#: The batch sizes the view searches (``concurrency``), about √2 apart.
+BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+SEARCH = (f"concurrency={','.join(str(b) for b in BATCHES)}",)
+#: Runners-up shown under the best plan.
+TOP = 5
+#: The SLO names the view asks for, in its order (e2e optional).
+SLOS = ("ttft", "itl", "e2e")
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One plan: what it chooses (hardware, precision, each axis) and its values."""
+
+    rank: str  # "best", "2" …, or "front" for a frontier point
+    choices: Mapping[str, str | float]
+    values: Mapping[str, float]
+
+    @classmethod
+    def from_json(cls, rank: str, doc: Mapping[str, Any]) -> PlanRow:
+        return cls(rank, dict(doc["choices"]),
+                   {k: float(v["value"]) for k, v in doc["values"].items()})
+
+    def cells(self) -> tuple[tuple[str, str], ...]:
+        """The plan's cell choices as ``--set`` pairs (hardware and precision are not cells)."""
+        return tuple((k, _text(v)) for k, v in self.choices.items()
+                     if k not in ("hardware", "precision"))
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The search's answer: counts, the best plan and runners-up, the frontier, or a message
+    (nothing met the SLOs, or the question was bad)."""
+
+    searched: int = 0
+    feasible: int = 0
+    rows: tuple[PlanRow, ...] = ()
+    frontier: tuple[PlanRow, ...] = ()
+    question: tuple[tuple[str, str], ...] = ()  # the question as --set pairs (rate, SLOs)
+    prices: Mapping[str, float] = field(default_factory=dict)
+    message: str | None = None
+    seconds: float = 0.0
+
+    @classmethod
+    def from_json(cls, ans: Mapping[str, Any], question: Sequence[tuple[str, str]],
+                  prices: Mapping[str, float], seconds: float = 0.0) -> PlanAnswer:
+        """From ``plan_report.answer`` (``perfgraph plan --format json``)."""
+        rows = [PlanRow.from_json("best", ans["best"])]
+        rows += [PlanRow.from_json(str(k), r) for k, r in enumerate(ans["runners_up"], 2)]
+        return cls(ans["searched"], ans["feasible"], tuple(rows),
+                   tuple(PlanRow.from_json("front", r) for r in ans["frontier"]),
+                   tuple(question), dict(prices), None, seconds)
+
+    def sets(self, row: PlanRow) -> tuple[tuple[str, str], ...]:
+        """What applying ``row`` sets in the sheet: the question, the choices, the price."""
+        price = self.prices.get(str(row.choices.get("hardware")), 0.0)
+        return (*self.question, *row.cells(), ("gpu_hour_price", _text(price)))
+
+
+def search_spec(spec: ScenarioSpec) -> ScenarioSpec:
+    """The scenario as loaded, open to every catalog accelerator and precision."""
+    return replace(spec, hardware=None, precision=None)
+
+
+def search(spec: ScenarioSpec, slos: Mapping[str, str], rate: str,
+           space: Sequence[str] = SEARCH) -> PlanAnswer:
+    """Ask the plan search: SLOs by name (``{"ttft": "500 ms"}``; empty text: not asked)
+    at ``rate``. Raises PerfgraphError on a bad question (the message names it)."""
+    start = time.perf_counter()
+    asked = search_spec(spec)
+    texts = [f"{n}={t.strip()}" for n, t in slos.items() if t.strip()]
+    q = plan.question(asked, texts, rate)
+    result = plan.run(asked, q, space)
+    seconds = time.perf_counter() - start
+    question = plan.question_sets(q)
+    if result.feasible == 0:
+        return PlanAnswer(result.searched, 0, question=question,
+                          message=plan_report.unreachable(result), seconds=seconds)
+    ans = plan_report.answer(result, TOP)
+    return PlanAnswer.from_json(ans, question, plan.prices(), time.perf_counter() - start)
+
+
+def _text(x: object) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)

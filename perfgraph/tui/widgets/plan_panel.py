@@ -1,0 +1,238 @@
+"""Plan: the SLOs and a rate as inputs, ``perfgraph plan``'s search, its frontier and plans.
+
+The search (:mod:`perfgraph.tui.planning`) runs in a worker thread, so the dashboard keeps
+answering; it starts when the view is first shown and again on ``s`` or Enter in an input.
+``a`` (or Enter on a row) applies the highlighted plan to the sheet as one what-if: the
+hardware and precision it chose, its TP, PP, batch and mode, and the question's rate and
+SLOs; ``u`` takes it back whole.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Input, Label, Static
+from textual.worker import get_current_worker
+from textual_plotext import PlotextPlot
+
+from perfgraph.engine.numbers import number, quantity
+from perfgraph.errors import PerfgraphError
+from perfgraph.scenario.loading import ScenarioSpec
+from perfgraph.tui import planning
+from perfgraph.tui.planning import PlanAnswer, PlanRow
+
+if TYPE_CHECKING:
+    from perfgraph.tui.session import Session
+    from perfgraph.tui.views import ViewContext
+
+#: input id → (label, the sheet's cell its default comes from; None: empty, not asked)
+INPUTS = {"ttft": ("TTFT ≤", "ttft_slo"), "itl": ("ITL ≤", "itl_slo"),
+          "e2e": ("E2E ≤", None), "rate": ("rate", "request_rate")}
+COLUMNS = (("rank", 5), ("plan", 26), ("batch", 5), ("GPUs", 5), ("TTFT ms", 7),
+           ("ITL ms", 6), ("tok/s/GPU", 9), ("tok/s/user", 10))
+
+
+def plan_text(row: PlanRow) -> str:
+    """``h200 fp8 tp2 pp1 agg``."""
+    c = row.choices
+    mode = "disagg" if c.get("disaggregated") else "agg"
+    return (f"{c['hardware']} {c['precision']} tp{number(float(c['tp']))} "
+            f"pp{number(float(c['pp']))} {mode}")
+
+
+def row_cells(row: PlanRow) -> tuple[str, ...]:
+    v = row.values
+    return (row.rank, plan_text(row), number(float(row.choices["concurrency"])),
+            number(v["deployment_gpus"]), number(v["ttft_served"]), number(v["itl_worst"]),
+            number(v["served_throughput_per_gpu"]), number(v["tokens_per_s_per_user"]))
+
+
+def status_text(answer: PlanAnswer | None, stale: bool) -> Text:
+    if answer is None:
+        return Text("searching…", style="dim")
+    if answer.message is not None and not answer.searched:
+        return Text(answer.message, style="red")  # a bad question
+    text = Text(f"searched {answer.searched:,}, feasible {answer.feasible:,}", style="bold")
+    text.append(f" ({number(answer.seconds, 2)} s)", style="dim")
+    if answer.message is not None:
+        text.append("\n" + answer.message, style="yellow")
+    elif answer.rows:
+        text.append(f"  best: {plan_text(answer.rows[0])}, "
+                    f"{number(answer.rows[0].values['deployment_gpus'])} GPUs")
+    if stale:
+        text.append("\nthe scenario changed since: s searches again", style="yellow")
+    return text
+
+
+class FrontierPlot(PlotextPlot):
+    """Tokens/s per GPU against tokens/s per user: the frontier, the best plan, the row."""
+
+    def draw(self, answer: PlanAnswer | None, row: PlanRow | None) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        if answer is None or not answer.frontier:
+            plt.title("Pareto frontier: no plan yet" if answer is None or answer.message is None
+                      else "Pareto frontier: no plan meets the SLOs")
+            self.refresh()
+            return
+        x = [p.values["tokens_per_s_per_user"] for p in answer.frontier]
+        y = [p.values["served_throughput_per_gpu"] for p in answer.frontier]
+        plt.plot(x, y, marker="braille", color="cyan")
+        plt.scatter(x, y, marker="●", color="cyan", label=f"frontier ({len(x)} plans)")
+        best = answer.rows[0]
+        plt.scatter([best.values["tokens_per_s_per_user"]],
+                    [best.values["served_throughput_per_gpu"]], marker="◆", color="red",
+                    label=f"best: {plan_text(best)}")
+        if row is not None and row is not best:
+            plt.scatter([row.values["tokens_per_s_per_user"]],
+                        [row.values["served_throughput_per_gpu"]], marker="x",
+                        color="yellow", label=f"{row.rank}: {plan_text(row)}")
+        plt.title("Pareto frontier: tokens/s per GPU against tokens/s per user")
+        plt.xlabel("tok/s per user")
+        plt.ylabel("tok/s per GPU")
+        self.refresh()
+
+
+class PlanPanel(Vertical):
+    """The question, the search's counts, the frontier and the plans (view ``6``)."""
+
+    view_id: ClassVar[str] = "plan"
+    title: ClassVar[str] = "Plan"
+    key: ClassVar[str] = "6"
+    focus_on: ClassVar[str | None] = "#plans"
+    follows_cursor: ClassVar[bool] = False
+
+    BINDINGS = [Binding("s", "search", "Search"), Binding("a", "apply", "Apply plan"),
+                Binding("e", "ask", "Edit the question"),
+                Binding("escape", "to_plans", "Plans", show=False)]
+
+    class Apply(Message):
+        """Apply a plan: switch to ``choices`` (hardware, precision), then set ``sets``."""
+
+        def __init__(self, label: str, choices: dict[str, str],
+                     sets: tuple[tuple[str, str], ...]) -> None:
+            super().__init__()
+            self.label, self.choices, self.sets = label, choices, sets
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.answer: PlanAnswer | None = None
+        self.spec: ScenarioSpec | None = None  # the scenario searched, or to search
+        self.searched_spec: ScenarioSpec | None = None
+        self.space: tuple[str, ...] = planning.SEARCH
+
+    @classmethod
+    def create(cls, context: ViewContext) -> PlanPanel:
+        return cls(id="plan-panel")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="plan-question"):
+            for key, (label, _) in INPUTS.items():
+                yield Label(label, classes="plan-label")
+                yield Input(placeholder="none" if key == "e2e" else "", compact=True,
+                            id=f"plan-{key}")
+        yield Static(status_text(None, False), id="plan-status")
+        yield FrontierPlot(id="plan-frontier")
+        yield DataTable(id="plans", cursor_type="row")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#plans", DataTable)
+        for name, width in COLUMNS:
+            table.add_column(name, key=name, width=width)
+
+    # ------------------------------------------------------------------ the protocol
+    def refresh_from(self, session: Session, cell: str | None) -> None:
+        """Fill the question from the sheet the first time; search then. Later changes of
+        the sheet only mark a search of another scenario (model, workload) as stale."""
+        self.spec = planning.search_spec(session.scenario.spec)
+        if self.searched_spec is None:
+            sheet = session.sheet
+            for key, (_, cell_name) in INPUTS.items():
+                if cell_name is not None and not self.query_one(f"#plan-{key}", Input).value:
+                    value = sheet.magnitude(cell_name)
+                    unit = sheet.declaration(cell_name).unit
+                    self.query_one(f"#plan-{key}", Input).value = quantity(value, unit)
+            self.action_search()
+        else:
+            self._status()
+
+    # ------------------------------------------------------------------ searching
+    def question(self) -> tuple[dict[str, str], str]:
+        slos = {k: self.query_one(f"#plan-{k}", Input).value for k in planning.SLOS}
+        return slos, self.query_one("#plan-rate", Input).value
+
+    def action_search(self) -> None:
+        if self.spec is None:
+            return
+        self.searched_spec = self.spec
+        self.answer = None
+        self._status()
+        slos, rate = self.question()
+        self._search(self.spec, slos, rate, self.space)
+
+    @work(thread=True, exclusive=True, group="plan")
+    def _search(self, spec: ScenarioSpec, slos: dict[str, str], rate: str,
+                space: tuple[str, ...]) -> None:
+        try:
+            answer = planning.search(spec, slos, rate, space)
+        except PerfgraphError as exc:
+            answer = PlanAnswer(message=exc.message)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self.show, answer)
+
+    def show(self, answer: PlanAnswer) -> None:
+        """Draw ``answer`` (from the worker, or a saved ``plan --format json``)."""
+        self.answer = answer
+        table = self.query_one("#plans", DataTable)
+        table.clear()
+        for i, row in enumerate((*answer.rows, *answer.frontier)):
+            table.add_row(*row_cells(row), key=str(i))
+        self._status()
+        self.query_one(FrontierPlot).draw(answer, self.highlighted())
+
+    def _status(self) -> None:
+        stale = self.answer is not None and self.searched_spec != self.spec
+        self.query_one("#plan-status", Static).update(status_text(self.answer, stale))
+
+    # ------------------------------------------------------------------ rows
+    def highlighted(self) -> PlanRow | None:
+        if self.answer is None:
+            return None
+        rows = (*self.answer.rows, *self.answer.frontier)
+        i = self.query_one("#plans", DataTable).cursor_row
+        return rows[i] if 0 <= i < len(rows) else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.query_one(FrontierPlot).draw(self.answer, self.highlighted())
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_apply()
+
+    def action_apply(self) -> None:
+        row = self.highlighted()
+        if row is None or self.answer is None:
+            self.notify("no plan to apply: s searches", severity="warning")
+            return
+        choices = {k: str(row.choices[k]) for k in ("hardware", "precision")}
+        self.post_message(self.Apply(f"plan {row.rank}: {plan_text(row)}", choices,
+                                     self.answer.sets(row)))
+
+    # ------------------------------------------------------------------ the question
+    def action_ask(self) -> None:
+        self.query_one("#plan-ttft", Input).focus()
+
+    def action_to_plans(self) -> None:
+        self.query_one("#plans", DataTable).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_search()
+        self.action_to_plans()
