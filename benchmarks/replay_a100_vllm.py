@@ -13,9 +13,15 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
 - TP4 × PP2: two nodes, the log says "Falling back to V0" and "Chunked prefill is enabled with
   max_num_batched_tokens=2048"; V0 runs one scheduler per stage (virtual engines), so the
   pipeline is in steady state (``pp_steady_state``, two microbatches);
-- prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every run:
-  after the first run (01) a prompt's full 16-token blocks are cached (``prefix_hit_rate`` =
-  1 − 8/213, all but the last partial block of a mean prompt).
+- prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every
+  run, one run after another on one server (its log: started once, then 01, 04, 16, inf).
+  Hits are whole prompts (``prefix_hit_whole``: a cached prompt reuses its full 16-token
+  blocks, the rest recomputed), each request cached with probability ``prefix_hit_rate``:
+  the first run (01) is cold (V0's log reads 0.00% through it); TP8's V1 engine has one
+  cache, so every later prompt hits; V0 under PP2 keeps one cache per virtual engine and a
+  prompt hits only where it was served before, so each PP run's rate is the server's own
+  lifetime counter in lws-run-1.sh turned into per-run rates (``perfgraph.whatif.simulate.
+  prefix``: 0, 56, 84, 94%; two even engines would give 0, 50, 75, 88%).
 
 The fit is ``perfgraph.measured.calibrate.calibrate`` on the fitted runs (both
 configurations), its overlay written with ``overlay_text`` and loaded as ``--calibration``.
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -35,14 +42,15 @@ from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, parse_set
+from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
 
 ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
 CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=8192 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
                                          "microbatches=2", "pp_steady_state=true"])}
 RATES = ("01", "04", "16", "inf")
-#: Share of a ShareGPT prompt (mean 213 tokens) in full 16-token blocks: ~8 tokens recomputed
-PREFIX_HIT = 1 - 8 / 213
+#: the PP server's console log (server started 16:07:56, the 03 runs 16:16 to 16:24)
+PP_LOG = ROOT / "lws-run-1.sh"
 CELLS = (("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50"), ("tpot", "p99"))
 
 
@@ -88,18 +96,42 @@ def base_for_fit() -> Baseline:
                                                  parse_set("microbatches=2"))))
 
 
-def replayed(c: Comparison, folder: str, qps: str, calibration: str | None) -> Percentiles:
+def pp_lifetime_hits(log: Path = PP_LOG, runs: Path = ROOT / "03_tp4_pp2_IB" /
+                     "benchmark-script-run.sh") -> list[float]:
+    """V0's lifetime prefix-cache hit rate at the end of each 03 run: the last value the
+    server logged before the next run's client started (and the last one logged)."""
+    stamp = re.compile(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) .*?"
+                       r"(?:Prefix cache hit rate: GPU: ([\d.]+)%|(\[__init__))")
+    logged = [(m[1], float(m[2]) / 100) for m in stamp.finditer(log.read_text()) if m[2]]
+    starts = [m[1] for m in stamp.finditer(runs.read_text()) if m[3]]
+    if len(starts) != len(RATES) or not logged:
+        raise SystemExit(f"{runs}: expected {len(RATES)} runs, found {len(starts)}")
+    ends = [max((h for t, h in logged if t < s), default=0.0) for s in starts[1:]]
+    return ends + [logged[-1][1]]  # the lifetime rate only grows: max is the last read
+
+
+def hit_rates() -> dict[str, list[float]]:
+    """Each configuration's per-run prefix_hit_rate (whole prompts), in RATES order."""
+    pp = run_hit_rates(pp_lifetime_hits())
+    return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), "03_tp4_pp2_IB": pp}
+
+
+def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
+             ) -> Percentiles:
     sheets = Sheets(base(folder, calibration))
     sheet, reference = sheets(c.setup)
-    sheet.set("prefix_hit_rate", 0 if qps == "01" else PREFIX_HIT)
+    sheet.set("prefix_hit_whole", True)
+    sheet.set("prefix_hit_rate", hit)
     return run_percentiles(c.run, sheet, reference)
 
 
 def rows(calibration: str | None, held: set[str]) -> tuple[list[str], dict]:
     out, errors = [], {}
+    hits = hit_rates()
     for folder in CONFIGS:
-        for c, qps in zip(comparisons(folder, RATES, calibration), RATES, strict=True):
-            p = replayed(c, folder, qps, calibration)
+        runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
+        for c, qps, hit in runs:
+            p = replayed(c, folder, hit, calibration)
             cells = []
             for metric, stat in CELLS:
                 sim = p.simulated.get(metric, {}).get(stat)
@@ -119,6 +151,10 @@ def main() -> None:
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
     args = parser.parse_args()
     fit_rates = tuple(args.fit.split(","))
+    print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
+        f"{k} " + ", ".join(f"{100 * h:.0f}%" for h in v) for k, v in hit_rates().items())
+        + "; two even virtual engines: "
+        + ", ".join(f"{100 * virtual_engine_hit(k, 2):.0f}%" for k in range(1, 5)) + "\n")
     held_rates = tuple(q for q in RATES if q not in fit_rates)
     head = ["| run | rate | role | TTFT p50 sim / meas | TTFT p99 | TPOT p50 | TPOT p99 |",
             "|---|---|---|---:|---:|---:|---:|"]
