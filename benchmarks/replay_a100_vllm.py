@@ -48,9 +48,15 @@ ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
 CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=8192 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
                                          "microbatches=2", "pp_steady_state=true"])}
+#: folders replayed with another's configuration (04 repeats 03's server command)
+REPEATS = {"04_tp4_pp2_IB": "03_tp4_pp2_IB"}
 RATES = ("01", "04", "16", "inf")
-#: the PP server's console log (server started 16:07:56, the 03 runs 16:16 to 16:24)
-PP_LOG = ROOT / "lws-run-1.sh"
+#: each PP folder's server console log (03: started 16:07:56, runs 16:16 to 16:24; 04, the
+#: same command repeated: started 17:01:25, runs 17:07 to 17:15)
+PP_LOGS = {"03_tp4_pp2_IB": ROOT / "lws-run-1.sh", "04_tp4_pp2_IB": ROOT / "lws-run-2.sh"}
+#: the run the front end's per-request time is fitted on: the repeat's burst, a deployment
+#: apart from every replayed run (bound: ≤ 1/70 s, vLLM PR #12287's V1 front-end rate)
+FRONTEND_FIT, FRONTEND_MAX = ("04_tp4_pp2_IB", "inf"), 1 / 70
 CELLS = (("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50"), ("tpot", "p99"))
 
 
@@ -60,14 +66,14 @@ def path(folder: str, tag: str, qps: str) -> Path:
 
 
 def base(folder: str, calibration: str | None = None) -> Baseline:
-    sets = CONFIGS[folder][1]
+    sets = CONFIGS[REPEATS.get(folder, folder)][1]
     return Baseline.from_spec(ScenarioSpec(precision="bf16", calibration=calibration,
                                            sets=tuple(parse_set(s) for s in sets)))
 
 
 def comparisons(folder: str, rates: tuple[str, ...], calibration: str | None = None,
                 ) -> list[Comparison]:
-    tag = CONFIGS[folder][0]
+    tag = CONFIGS[REPEATS.get(folder, folder)][0]
     measured = read_measured([str(path(folder, tag, q)) for q in rates])
     return [c for c in compare_runs(measured.runs, base(folder, calibration), levers=False)
             if c.error is None]
@@ -96,10 +102,10 @@ def base_for_fit() -> Baseline:
                                                  parse_set("microbatches=2"))))
 
 
-def pp_lifetime_hits(log: Path = PP_LOG, runs: Path = ROOT / "03_tp4_pp2_IB" /
-                     "benchmark-script-run.sh") -> list[float]:
-    """V0's lifetime prefix-cache hit rate at the end of each 03 run: the last value the
-    server logged before the next run's client started (and the last one logged)."""
+def pp_lifetime_hits(folder: str = "03_tp4_pp2_IB") -> list[float]:
+    """V0's lifetime prefix-cache hit rate at the end of each of a PP folder's runs: the last
+    value its server logged before the next run's client started (and the last logged)."""
+    log, runs = PP_LOGS[folder], ROOT / folder / "benchmark-script-run.sh"
     stamp = re.compile(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) .*?"
                        r"(?:Prefix cache hit rate: GPU: ([\d.]+)%|(\[__init__))")
     logged = [(m[1], float(m[2]) / 100) for m in stamp.finditer(log.read_text()) if m[2]]
@@ -112,26 +118,47 @@ def pp_lifetime_hits(log: Path = PP_LOG, runs: Path = ROOT / "03_tp4_pp2_IB" /
 
 def hit_rates() -> dict[str, list[float]]:
     """Each configuration's per-run prefix_hit_rate (whole prompts), in RATES order."""
-    pp = run_hit_rates(pp_lifetime_hits())
-    return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), "03_tp4_pp2_IB": pp}
+    pp = {f: run_hit_rates(pp_lifetime_hits(f)) for f in PP_LOGS}
+    return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), **pp}
 
 
 def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
-             ) -> Percentiles:
+             frontend: float = 0.0) -> Percentiles:
     sheets = Sheets(base(folder, calibration))
     sheet, reference = sheets(c.setup)
     sheet.set("prefix_hit_whole", True)
     sheet.set("prefix_hit_rate", hit)
+    sheet.set("frontend_request_time", f"{frontend} s")
     return run_percentiles(c.run, sheet, reference)
 
 
-def rows(calibration: str | None, held: set[str]) -> tuple[list[str], dict]:
+def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
+    """``frontend_request_time`` fitted on FRONTEND_FIT's burst alone (golden section on
+    its TTFT p50 and p99, log errors), within [0, FRONTEND_MAX]."""
+    folder, qps = FRONTEND_FIT
+    c = comparisons(folder, (qps,), calibration)[0]
+    hit = hit_rates()[folder][RATES.index(qps)]
+
+    def cost(t: float) -> float:
+        p = replayed(c, folder, hit, calibration, t)
+        return sum(math.log1p(p.error_of("ttft", s)) ** 2 for s in ("p50", "p99"))
+
+    lo, hi, g = 0.0, FRONTEND_MAX, (math.sqrt(5) - 1) / 2
+    for _ in range(14):  # the bracket shrinks to 0.618^14 ≈ 0.1% of the bound
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (lo, b) if cost(a) <= cost(b) else (a, hi)
+    t = (lo + hi) / 2
+    return t, replayed(c, folder, hit, calibration, t)
+
+
+def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
+         ) -> tuple[list[str], dict]:
     out, errors = [], {}
     hits = hit_rates()
     for folder in CONFIGS:
         runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
         for c, qps, hit in runs:
-            p = replayed(c, folder, hit, calibration)
+            p = replayed(c, folder, hit, calibration, frontend)
             cells = []
             for metric, stat in CELLS:
                 sim = p.simulated.get(metric, {}).get(stat)
@@ -149,6 +176,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
+    parser.add_argument("--frontend", choices=("fit", "off"), default="fit",
+                        help="fit the API server's per-request time on the repeat's burst")
     args = parser.parse_args()
     fit_rates = tuple(args.fit.split(","))
     print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
@@ -164,7 +193,15 @@ def main() -> None:
     overlay, text = fitted_overlay(fit_rates, held_rates)
     print("Fitted overlay (perfgraph calibrate):\n\n```toml")
     print(text.rstrip() + "\n```\n")
-    table, errors = rows(overlay, set(held_rates))
+    frontend = 0.0
+    if args.frontend == "fit":
+        frontend, p = fitted_frontend(overlay)
+        print(f"frontend_request_time fitted on {'/'.join(FRONTEND_FIT)}: "
+              f"{1e3 * frontend:.3g} ms (bound {1e3 * FRONTEND_MAX:.3g} ms); that run: TTFT "
+              + ", ".join(f"{s} {p.simulated['ttft'][s]:.0f} / {p.measured['ttft'][s]:.0f} ms "
+                          f"({100 * p.error_of('ttft', s):+.0f}%)" for s in ("p50", "p99"))
+              + "\n")
+    table, errors = rows(overlay, set(held_rates), frontend)
     print("\n".join(head + table) + "\n")
     held = {k: v for k, v in errors.items() if k[1] in held_rates}
     met = sum(1 for v in held.values() if v is not None and abs(v) <= 0.25)

@@ -72,7 +72,11 @@ def simulate(sheet: Sheet, setup: Setup,
                     users=setup.users or 0, prefix_hit=hit,
                     cached=_cached(sheet, hit, n, rng))
     first = n if not setup.users else min(setup.users, n)
-    engine.arrivals = [(float(arrive[i]), i) for i in range(first)]
+    if setup.users:  # the engine sees the first users at once (a closed loop's later
+        seen = arrive  # requests are sent as earlier ones end, not queued in front)
+    else:
+        seen = arr.through_frontend(arrive, sheet.magnitude("frontend_request_time", "s"))
+    engine.arrivals = [(float(seen[i]), i) for i in range(first)]
     heapq.heapify(engine.arrivals)
     engine.submitted = first
     complete = engine.run(progress)
