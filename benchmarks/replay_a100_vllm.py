@@ -4,6 +4,7 @@ others held out, and hold each run's simulated p50 and p99 TTFT and TPOT (``comp
 percentiles: ``perfgraph simulate`` of the run's own requests) against what it measured.
 
 Run: PYTHONPATH=. python3 benchmarks/replay_a100_vllm.py [--fit 01,16] [--roofline]
+     [--frontend fit|fit-all|off]
 Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANCE.md). The
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
@@ -22,6 +23,12 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   prompt hits only where it was served before, so each PP run's rate is the server's own
   lifetime counter in lws-run-1.sh turned into per-run rates (``perfgraph.whatif.simulate.
   prefix``: 0, 56, 84, 94%; two even engines would give 0, 50, 75, 88%).
+- a serial API-server front end (``frontend_request_time``: HTTP parsing, validation,
+  tokenisation on one tokenizer thread) turns a burst into a stream; its one value is
+  fitted on the repeat deployment's burst (04_tp4_pp2_IB, inf: apart from every replayed
+  run) within [0, 1/70 s] and applied to the V0 runs (``--frontend fit``); V1's front end
+  (AsyncLLM, engine core in its own process) is another, with no run apart from the
+  held-out burst to fit it on (``--frontend fit-all`` applies V0's value to it too).
 
 The fit is ``perfgraph.measured.calibrate.calibrate`` on the fitted runs (both
 configurations), its overlay written with ``overlay_text`` and loaded as ``--calibration``.
@@ -57,6 +64,8 @@ PP_LOGS = {"03_tp4_pp2_IB": ROOT / "lws-run-1.sh", "04_tp4_pp2_IB": ROOT / "lws-
 #: the run the front end's per-request time is fitted on: the repeat's burst, a deployment
 #: apart from every replayed run (bound: ≤ 1/70 s, vLLM PR #12287's V1 front-end rate)
 FRONTEND_FIT, FRONTEND_MAX = ("04_tp4_pp2_IB", "inf"), 1 / 70
+#: the folders served by V0 (PP falls back to it), whose front end the fit describes
+V0 = {"03_tp4_pp2_IB", "04_tp4_pp2_IB"}
 CELLS = (("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50"), ("tpot", "p99"))
 
 
@@ -152,13 +161,14 @@ def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
 
 
 def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
-         ) -> tuple[list[str], dict]:
+         everywhere: bool = False) -> tuple[list[str], dict]:
     out, errors = [], {}
     hits = hit_rates()
     for folder in CONFIGS:
         runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
         for c, qps, hit in runs:
-            p = replayed(c, folder, hit, calibration, frontend)
+            p = replayed(c, folder, hit, calibration,
+                         frontend if folder in V0 or everywhere else 0.0)
             cells = []
             for metric, stat in CELLS:
                 sim = p.simulated.get(metric, {}).get(stat)
@@ -176,8 +186,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
-    parser.add_argument("--frontend", choices=("fit", "off"), default="fit",
-                        help="fit the API server's per-request time on the repeat's burst")
+    parser.add_argument("--frontend", choices=("fit", "fit-all", "off"), default="fit",
+                        help="the API server's per-request time, fitted on the V0 repeat's "
+                             "burst, for the V0 runs (fit), every run (fit-all) or none")
     args = parser.parse_args()
     fit_rates = tuple(args.fit.split(","))
     print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
@@ -194,14 +205,14 @@ def main() -> None:
     print("Fitted overlay (perfgraph calibrate):\n\n```toml")
     print(text.rstrip() + "\n```\n")
     frontend = 0.0
-    if args.frontend == "fit":
+    if args.frontend != "off":
         frontend, p = fitted_frontend(overlay)
         print(f"frontend_request_time fitted on {'/'.join(FRONTEND_FIT)}: "
               f"{1e3 * frontend:.3g} ms (bound {1e3 * FRONTEND_MAX:.3g} ms); that run: TTFT "
               + ", ".join(f"{s} {p.simulated['ttft'][s]:.0f} / {p.measured['ttft'][s]:.0f} ms "
                           f"({100 * p.error_of('ttft', s):+.0f}%)" for s in ("p50", "p99"))
               + "\n")
-    table, errors = rows(overlay, set(held_rates), frontend)
+    table, errors = rows(overlay, set(held_rates), frontend, args.frontend == "fit-all")
     print("\n".join(head + table) + "\n")
     held = {k: v for k, v in errors.items() if k[1] in held_rates}
     met = sum(1 for v in held.values() if v is not None and abs(v) <= 0.25)
