@@ -2,7 +2,9 @@
 cache layout.
 
 vLLM V0 logs ``Prefix cache hit rate: GPU: X%`` (``metrics.py``), a lifetime ratio of the
-full blocks its prefix-caching allocators found cached to those they looked up. A client
+full blocks its prefix-caching allocator found cached to those it looked up (the first
+virtual engine's: ``LLMEngine._get_stats`` reads ``scheduler[0]``, taken here as every
+engine's, the requests spreading evenly over them). A client
 that sends the same prompts in every run, one run after another on one server, queries the
 same number of blocks per run; the lifetime ratio read at the end of runs 1 … k then gives
 each run's own hit rate: run k hit ``k·H_k − (k−1)·H_(k−1)`` of its blocks.
