@@ -4,6 +4,7 @@ others held out, and hold each run's simulated p50 and p99 TTFT and TPOT (``comp
 percentiles: ``perfgraph simulate`` of the run's own requests) against what it measured.
 
 Run: PYTHONPATH=. python3 benchmarks/replay_a100_vllm.py [--fit 01,16] [--roofline]
+     [--frontend fit|fit-all|off]
 Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANCE.md). The
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
@@ -13,9 +14,21 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
 - TP4 × PP2: two nodes, the log says "Falling back to V0" and "Chunked prefill is enabled with
   max_num_batched_tokens=2048"; V0 runs one scheduler per stage (virtual engines), so the
   pipeline is in steady state (``pp_steady_state``, two microbatches);
-- prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every run:
-  after the first run (01) a prompt's full 16-token blocks are cached (``prefix_hit_rate`` =
-  1 − 8/213, all but the last partial block of a mean prompt).
+- prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every
+  run, one run after another on one server (its log: started once, then 01, 04, 16, inf).
+  Hits are whole prompts (``prefix_hit_whole``: a cached prompt reuses its full 16-token
+  blocks, the rest recomputed), each request cached with probability ``prefix_hit_rate``:
+  the first run (01) is cold (V0's log reads 0.00% through it); TP8's V1 engine has one
+  cache, so every later prompt hits; V0 under PP2 keeps one cache per virtual engine and a
+  prompt hits only where it was served before, so each PP run's rate is the server's own
+  lifetime counter in lws-run-1.sh turned into per-run rates (``perfgraph.whatif.simulate.
+  prefix``: 0, 56, 84, 94%; two even engines would give 0, 50, 75, 88%).
+- a serial API-server front end (``frontend_request_time``: HTTP parsing, validation,
+  tokenisation on one tokenizer thread) turns a burst into a stream; its one value is
+  fitted on the repeat deployment's burst (04_tp4_pp2_IB, inf: apart from every replayed
+  run) within [0, 1/70 s] and applied to the V0 runs (``--frontend fit``); V1's front end
+  (AsyncLLM, engine core in its own process) is another, with no run apart from the
+  held-out burst to fit it on (``--frontend fit-all`` applies V0's value to it too).
 
 The fit is ``perfgraph.measured.calibrate.calibrate`` on the fitted runs (both
 configurations), its overlay written with ``overlay_text`` and loaded as ``--calibration``.
@@ -26,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -35,14 +49,23 @@ from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, parse_set
+from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
 
 ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
 CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=8192 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
                                          "microbatches=2", "pp_steady_state=true"])}
+#: folders replayed with another's configuration (04 repeats 03's server command)
+REPEATS = {"04_tp4_pp2_IB": "03_tp4_pp2_IB"}
 RATES = ("01", "04", "16", "inf")
-#: Share of a ShareGPT prompt (mean 213 tokens) in full 16-token blocks: ~8 tokens recomputed
-PREFIX_HIT = 1 - 8 / 213
+#: each PP folder's server console log (03: started 16:07:56, runs 16:16 to 16:24; 04, the
+#: same command repeated: started 17:01:25, runs 17:07 to 17:15)
+PP_LOGS = {"03_tp4_pp2_IB": ROOT / "lws-run-1.sh", "04_tp4_pp2_IB": ROOT / "lws-run-2.sh"}
+#: the run the front end's per-request time is fitted on: the repeat's burst, a deployment
+#: apart from every replayed run (bound: ≤ 1/70 s, vLLM PR #12287's V1 front-end rate)
+FRONTEND_FIT, FRONTEND_MAX = ("04_tp4_pp2_IB", "inf"), 1 / 70
+#: the folders served by V0 (PP falls back to it), whose front end the fit describes
+V0 = {"03_tp4_pp2_IB", "04_tp4_pp2_IB"}
 CELLS = (("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50"), ("tpot", "p99"))
 
 
@@ -52,14 +75,14 @@ def path(folder: str, tag: str, qps: str) -> Path:
 
 
 def base(folder: str, calibration: str | None = None) -> Baseline:
-    sets = CONFIGS[folder][1]
+    sets = CONFIGS[REPEATS.get(folder, folder)][1]
     return Baseline.from_spec(ScenarioSpec(precision="bf16", calibration=calibration,
                                            sets=tuple(parse_set(s) for s in sets)))
 
 
 def comparisons(folder: str, rates: tuple[str, ...], calibration: str | None = None,
                 ) -> list[Comparison]:
-    tag = CONFIGS[folder][0]
+    tag = CONFIGS[REPEATS.get(folder, folder)][0]
     measured = read_measured([str(path(folder, tag, q)) for q in rates])
     return [c for c in compare_runs(measured.runs, base(folder, calibration), levers=False)
             if c.error is None]
@@ -88,18 +111,64 @@ def base_for_fit() -> Baseline:
                                                  parse_set("microbatches=2"))))
 
 
-def replayed(c: Comparison, folder: str, qps: str, calibration: str | None) -> Percentiles:
+def pp_lifetime_hits(folder: str = "03_tp4_pp2_IB") -> list[float]:
+    """V0's lifetime prefix-cache hit rate at the end of each of a PP folder's runs: the last
+    value its server logged before the next run's client started (and the last logged)."""
+    log, runs = PP_LOGS[folder], ROOT / folder / "benchmark-script-run.sh"
+    stamp = re.compile(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) .*?"
+                       r"(?:Prefix cache hit rate: GPU: ([\d.]+)%|(\[__init__))")
+    logged = [(m[1], float(m[2]) / 100) for m in stamp.finditer(log.read_text()) if m[2]]
+    starts = [m[1] for m in stamp.finditer(runs.read_text()) if m[3]]
+    if len(starts) != len(RATES) or not logged:
+        raise SystemExit(f"{runs}: expected {len(RATES)} runs, found {len(starts)}")
+    ends = [max((h for t, h in logged if t < s), default=0.0) for s in starts[1:]]
+    return ends + [logged[-1][1]]  # the lifetime rate only grows: max is the last read
+
+
+def hit_rates() -> dict[str, list[float]]:
+    """Each configuration's per-run prefix_hit_rate (whole prompts), in RATES order."""
+    pp = {f: run_hit_rates(pp_lifetime_hits(f)) for f in PP_LOGS}
+    return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), **pp}
+
+
+def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
+             frontend: float = 0.0) -> Percentiles:
     sheets = Sheets(base(folder, calibration))
     sheet, reference = sheets(c.setup)
-    sheet.set("prefix_hit_rate", 0 if qps == "01" else PREFIX_HIT)
+    sheet.set("prefix_hit_whole", True)
+    sheet.set("prefix_hit_rate", hit)
+    sheet.set("frontend_request_time", f"{frontend} s")
     return run_percentiles(c.run, sheet, reference)
 
 
-def rows(calibration: str | None, held: set[str]) -> tuple[list[str], dict]:
+def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
+    """``frontend_request_time`` fitted on FRONTEND_FIT's burst alone (golden section on
+    its TTFT p50 and p99, log errors), within [0, FRONTEND_MAX]."""
+    folder, qps = FRONTEND_FIT
+    c = comparisons(folder, (qps,), calibration)[0]
+    hit = hit_rates()[folder][RATES.index(qps)]
+
+    def cost(t: float) -> float:
+        p = replayed(c, folder, hit, calibration, t)
+        return sum(math.log1p(p.error_of("ttft", s)) ** 2 for s in ("p50", "p99"))
+
+    lo, hi, g = 0.0, FRONTEND_MAX, (math.sqrt(5) - 1) / 2
+    for _ in range(14):  # the bracket shrinks to 0.618^14 ≈ 0.1% of the bound
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (lo, b) if cost(a) <= cost(b) else (a, hi)
+    t = (lo + hi) / 2
+    return t, replayed(c, folder, hit, calibration, t)
+
+
+def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
+         everywhere: bool = False) -> tuple[list[str], dict]:
     out, errors = [], {}
+    hits = hit_rates()
     for folder in CONFIGS:
-        for c, qps in zip(comparisons(folder, RATES, calibration), RATES, strict=True):
-            p = replayed(c, folder, qps, calibration)
+        runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
+        for c, qps, hit in runs:
+            p = replayed(c, folder, hit, calibration,
+                         frontend if folder in V0 or everywhere else 0.0)
             cells = []
             for metric, stat in CELLS:
                 sim = p.simulated.get(metric, {}).get(stat)
@@ -117,8 +186,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
+    parser.add_argument("--frontend", choices=("fit", "fit-all", "off"), default="fit",
+                        help="the API server's per-request time, fitted on the V0 repeat's "
+                             "burst, for the V0 runs (fit), every run (fit-all) or none")
     args = parser.parse_args()
     fit_rates = tuple(args.fit.split(","))
+    print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
+        f"{k} " + ", ".join(f"{100 * h:.0f}%" for h in v) for k, v in hit_rates().items())
+        + "; two even virtual engines: "
+        + ", ".join(f"{100 * virtual_engine_hit(k, 2):.0f}%" for k in range(1, 5)) + "\n")
     held_rates = tuple(q for q in RATES if q not in fit_rates)
     head = ["| run | rate | role | TTFT p50 sim / meas | TTFT p99 | TPOT p50 | TPOT p99 |",
             "|---|---|---|---:|---:|---:|---:|"]
@@ -128,7 +204,15 @@ def main() -> None:
     overlay, text = fitted_overlay(fit_rates, held_rates)
     print("Fitted overlay (perfgraph calibrate):\n\n```toml")
     print(text.rstrip() + "\n```\n")
-    table, errors = rows(overlay, set(held_rates))
+    frontend = 0.0
+    if args.frontend != "off":
+        frontend, p = fitted_frontend(overlay)
+        print(f"frontend_request_time fitted on {'/'.join(FRONTEND_FIT)}: "
+              f"{1e3 * frontend:.3g} ms (bound {1e3 * FRONTEND_MAX:.3g} ms); that run: TTFT "
+              + ", ".join(f"{s} {p.simulated['ttft'][s]:.0f} / {p.measured['ttft'][s]:.0f} ms "
+                          f"({100 * p.error_of('ttft', s):+.0f}%)" for s in ("p50", "p99"))
+              + "\n")
+    table, errors = rows(overlay, set(held_rates), frontend, args.frontend == "fit-all")
     print("\n".join(head + table) + "\n")
     held = {k: v for k, v in errors.items() if k[1] in held_rates}
     met = sum(1 for v in held.values() if v is not None and abs(v) <= 0.25)

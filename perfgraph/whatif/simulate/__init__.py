@@ -67,10 +67,16 @@ def simulate(sheet: Sheet, setup: Setup,
     n = len(length.isl)
     arrive, rate = _arrivals(sheet, setup, length, n, rng)
     reqs = Requests(length.isl, length.osl, arrive)
+    hit = sheet.magnitude("prefix_hit_rate")
     engine = Engine(model, pol, reqs, _pool(sheet), arrivals=[],
-                    users=setup.users or 0, prefix_hit=sheet.magnitude("prefix_hit_rate"))
+                    users=setup.users or 0, prefix_hit=hit,
+                    cached=_cached(sheet, hit, n, rng))
     first = n if not setup.users else min(setup.users, n)
-    engine.arrivals = [(float(arrive[i]), i) for i in range(first)]
+    if setup.users:  # the engine sees the first users at once (a closed loop's later
+        seen = arrive  # requests are sent as earlier ones end, not queued in front)
+    else:
+        seen = arr.through_frontend(arrive, sheet.magnitude("frontend_request_time", "s"))
+    engine.arrivals = [(float(seen[i]), i) for i in range(first)]
     heapq.heapify(engine.arrivals)
     engine.submitted = first
     complete = engine.run(progress)
@@ -115,6 +121,14 @@ def _arrivals(sheet: Sheet, setup: Setup, length: lens.Lengths, n: int,
             return np.zeros(n), math.inf
         return arr.open_loop(n, length.rate, length.cv, rng), length.rate
     raise InputError("give --rate (open loop) or --users (closed loop)", name="--rate")
+
+
+def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[bool] | None:
+    """``prefix_hit_whole``: which requests find their whole prompt cached (each with
+    probability ``prefix_hit_rate``); None when hits are a share of every prompt."""
+    if not sheet.magnitude("prefix_hit_whole") or not hit:
+        return None
+    return [bool(u < hit) for u in rng.random(n)]
 
 
 def _pool(sheet: Sheet) -> BlockPool:

@@ -39,6 +39,9 @@ class Engine:
     arrivals: list[tuple[float, int]]  # a heap of (time, request)
     users: int = 0  # closed loop: a finished request's user sends the next one
     prefix_hit: float = 0.0
+    #: per request, whether its prompt's full KV blocks are cached (``prefix_hit_whole``);
+    #: None: every prompt reuses the share ``prefix_hit`` instead
+    cached: list[bool] | None = None
     now: float = 0.0
     G: int = 0  # decode steps so far
     n_dec: int = 0
@@ -211,6 +214,9 @@ class Engine:
         r = self.reqs
         if r.gen[i] or not self.prefix_hit:
             return 0
+        if self.cached is not None:  # whole prompts: its full blocks, the last token recomputed
+            bs = self.pool.block_size
+            return (r.plen[i] - 1) // bs * bs if self.cached[i] else 0
         return min(int(self.prefix_hit * r.plen[i]), r.plen[i] - 1)
 
     def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
