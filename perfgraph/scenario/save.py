@@ -26,10 +26,12 @@ from perfgraph.engine.declarations import Declaration
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 from perfgraph.scenario.catalog import KINDS, catalog_dir
-from perfgraph.scenario.loading import DEFAULTS, Scenario
+from perfgraph.scenario.loading import DEFAULT_ENGINE, DEFAULTS, Scenario
 
 TomlValue = bool | int | float | str
 CHOICE_KEYS = (*KINDS, "precision")
+#: What a saved scenario names: the choices, and the serving engine when it is not the default.
+SAVED_KEYS = (*CHOICE_KEYS, "engine")
 
 
 class FileChangedError(InputError):
@@ -126,6 +128,8 @@ def choice(scenario: Scenario, kind: str, folder: Path | None = None) -> str:
     """
     if kind == "precision":
         return scenario.precision
+    if kind == "engine":
+        return scenario.engine
     path = Path(getattr(scenario, kind).path).resolve()
     if path.parent == catalog_dir(kind).resolve():
         return path.stem
@@ -166,9 +170,9 @@ def render(scenario: Scenario, base_text: str | None, target: Path, *,
     doc = tomlkit.parse(base_text) if base_text is not None else _new_document(scenario)
     sheet = scenario.sheet
     folder = target.parent
-    choices = {k: choice(scenario, k, folder) for k in CHOICE_KEYS}
-    if not all_choices:
-        choices = {k: v for k, v in choices.items() if _differs(doc, scenario, k, v, folder)}
+    choices = {k: choice(scenario, k, folder) for k in SAVED_KEYS}
+    choices = {k: v for k, v in choices.items()  # the engine only where it is not the default
+               if (all_choices and k != "engine") or _differs(doc, scenario, k, v, folder)}
     for key, value in choices.items():  # tomlkit puts new keys before the first table
         doc[key] = value
     units = {n: sheet.declaration(n).unit for n in sheet.names}
@@ -192,10 +196,10 @@ def _differs(doc: tomlkit.TOMLDocument, scenario: Scenario, kind: str, value: st
     """Whether the file (in ``folder``) must now name ``kind``: what it names is not it."""
     if kind in doc:
         named = str(doc[kind])
-        if kind == "precision" or not named.endswith(".toml"):
+        if kind in ("precision", "engine") or not named.endswith(".toml"):
             return named != value
         return (folder / named).resolve() != Path(getattr(scenario, kind).path).resolve()
-    return value != DEFAULTS[kind]
+    return value != (DEFAULT_ENGINE if kind == "engine" else DEFAULTS[kind])
 
 
 def save(scenario: Scenario, loaded: FileStamp, *, force: bool = False) -> FileStamp:

@@ -41,9 +41,14 @@ class PlanRow:
                    {k: float(v["value"]) for k, v in doc["values"].items()})
 
     def cells(self) -> tuple[tuple[str, str], ...]:
-        """The plan's cell choices as ``--set`` pairs (hardware and precision are not cells)."""
+        """The plan's cell choices as ``--set`` pairs (hardware, precision and the engine are
+        catalog choices, not cells)."""
         return tuple((k, _text(v)) for k, v in self.choices.items()
-                     if k not in ("hardware", "precision"))
+                     if k not in CATALOG_CHOICES)
+
+
+#: A plan's choices that switch the scenario rather than set a cell.
+CATALOG_CHOICES = ("hardware", "precision", "engine")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario import save as scenario_save
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.scenario.save import CHOICE_KEYS, FileStamp
+from perfgraph.scenario.save import CHOICE_KEYS, SAVED_KEYS, FileStamp
 
 #: Where an edit made in the dashboard says it came from (``explain`` shows it).
 EDIT = Origin("dashboard")
@@ -171,9 +171,10 @@ class Session:
         """Switch to ``choices`` (a plan's hardware and precision), then set each of ``sets``:
         one what-if, one undo step. On a failure nothing stays changed (InputError)."""
         old, kept = self.scenario.spec, tuple(scenario_save.edited(self.sheet).values())
-        switch = {k: v for k, v in choices.items() if self.choices().get(k) != v}
-        if set(switch) - set(CHOICE_KEYS):
-            raise InputError(f"cannot switch {sorted(switch)}; expected {CHOICE_KEYS}")
+        now = {**self.choices(), "engine": self.scenario.engine}
+        switch = {k: v for k, v in choices.items() if now.get(k) != v}
+        if set(switch) - set(SAVED_KEYS):
+            raise InputError(f"cannot switch {sorted(switch)}; expected {SAVED_KEYS}")
         if switch:
             self._reload(replace(old, **switch), kept)  # type: ignore[arg-type]
         before: list[Declaration] = []

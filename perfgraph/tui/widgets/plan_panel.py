@@ -25,7 +25,7 @@ from perfgraph.engine.numbers import number, quantity
 from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.tui import planning
-from perfgraph.tui.planning import PlanAnswer, PlanRow
+from perfgraph.tui.planning import CATALOG_CHOICES, PlanAnswer, PlanRow
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
@@ -221,7 +221,7 @@ class PlanPanel(Vertical):
         if row is None or self.answer is None:
             self.notify("no plan to apply: s searches", severity="warning")
             return
-        choices = {k: str(row.choices[k]) for k in ("hardware", "precision")}
+        choices = {k: str(row.choices[k]) for k in CATALOG_CHOICES if k in row.choices}
         self.post_message(self.Apply(f"plan {row.rank}: {plan_text(row)}", choices,
                                      self.answer.sets(row)))
 
