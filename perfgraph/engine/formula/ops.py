@@ -72,7 +72,9 @@ class Op:
 @dataclass(frozen=True, eq=False)
 class Function:
     """One function a formula may call: how many arguments (None: one or more), the rule its
-    dimensions follow, and its implementations on floats and on NumPy columns."""
+    dimensions follow, and its implementations on floats and on NumPy columns. A function of
+    one or more arguments folds them (``min``, ``max``): of one, it is that one, and the
+    compiler calls it only with two or more."""
 
     arity: int | None
     dims: str
@@ -178,18 +180,10 @@ CHOICE = Op(ast.IfExp, " if ", 0, _choose, _choose_columns, CHOOSE, verb="choose
             may_hide_nan=True)
 
 
-def _min(*xs: Value) -> Value:
-    return min(xs)
-
-
-def _max(*xs: Value) -> Value:
-    return max(xs)
-
-
 #: The functions a formula may call, by name.
 FUNCTIONS: dict[str, Function] = {
-    "min": Function(None, SAME, _min, _fold(min, np.minimum)),
-    "max": Function(None, SAME, _max, _fold(max, np.maximum)),
+    "min": Function(None, SAME, min, _fold(min, np.minimum)),
+    "max": Function(None, SAME, max, _fold(max, np.maximum)),
     "abs": Function(1, SAME, abs, _elementwise(abs, np.abs)),
     "ceil": Function(1, DIMLESS, lambda x: float(math.ceil(x)),
                      _elementwise(math.ceil, np.ceil)),
