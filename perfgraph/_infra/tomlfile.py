@@ -45,7 +45,8 @@ class TomlDoc:
             key = key[:-1]
         return None
 
-    def error(self, message: str, *key: str, cls: type[PerfgraphError] = DeclarationError) -> PerfgraphError:
+    def error(self, message: str, *key: str,
+              cls: type[PerfgraphError] = DeclarationError) -> PerfgraphError:
         return cls(message, file=self.path, line=self.line(*key),
                    name=key[-1] if key else None)
 

@@ -203,10 +203,10 @@ def _compile_boolop(tree: ast.BoolOp, mode: Mode) -> Node:
 
 
 def _compile_ifexp(tree: ast.IfExp, mode: Mode) -> Node:
-    test = compile_tree(tree.test, mode)
+    kind, test = _compile(tree.test, mode)
     body, orelse = compile_tree(tree.body, mode), compile_tree(tree.orelse, mode)
-    build: Callable[[Fn, Fn, Fn], Fn] = mode.impl(CHOICE)
-    return CALL, build(test, body, orelse)
+    build: Callable[[Fn, Fn, Fn, str | None], Fn] = mode.impl(CHOICE)
+    return CALL, build(_closure((kind, test)), body, orelse, test if kind == NAME else None)
 
 
 def _compile_call(tree: ast.Call, mode: Mode) -> Node:

@@ -53,7 +53,8 @@ class Op:
     ``or`` and a choice bind loosest; a unary operator wraps an operand looser than itself).
     ``scalar`` and ``array`` compute it on floats and on values that may be NumPy columns;
     ``and``/``or`` take the list of their operands, and the choice (which must not compute
-    the branch it does not take) builds its closure from its three compiled parts.
+    the branch it does not take) builds its closure from its three compiled parts (and the
+    test's cell name, when the test is one cell, to read it in place).
     ``chain`` groups the operators whose left-leaning runs are walked with a loop.
     """
 
@@ -119,11 +120,13 @@ def _any_columns(xs: list[Value]) -> Value:
     return reduce(np.logical_or, xs).astype(float) if is_array(*xs) else float(any(xs))
 
 
-def _choose(test: Fn, body: Fn, orelse: Fn) -> Fn:
+def _choose(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> Fn:
+    if name is not None:  # the test is a cell: read in place
+        return lambda env: body(env) if env[name] else orelse(env)
     return lambda env: body(env) if test(env) else orelse(env)
 
 
-def _choose_columns(test: Fn, body: Fn, orelse: Fn) -> Fn:
+def _choose_columns(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> Fn:
     def choose(env: Env) -> Value:
         chosen = test(env)
         if is_array(chosen):
