@@ -203,10 +203,20 @@ def _compile_boolop(tree: ast.BoolOp, mode: Mode) -> Node:
 
 
 def _compile_ifexp(tree: ast.IfExp, mode: Mode) -> Node:
-    kind, test = _compile(tree.test, mode)
+    kind, test = _test(tree.test, mode)
     body, orelse = compile_tree(tree.body, mode), compile_tree(tree.orelse, mode)
     build: Callable[[Fn, Fn, Fn, str | None], Fn] = mode.impl(CHOICE)
     return CALL, build(_closure((kind, test)), body, orelse, test if kind == NAME else None)
+
+
+def _test(tree: ast.expr, mode: Mode) -> Node:
+    """A choice's test: one comparison on floats gives its truth as it comes (the choice
+    needs no 1.0 or 0.0), a call less; anything else compiles as it would anywhere."""
+    if isinstance(tree, ast.Compare) and len(tree.ops) == 1 and not mode.columns \
+            and not _reads_nothing(tree):
+        left, right = _compile(tree.left, mode), _compile(tree.comparators[0], mode)
+        return _binop(mode.impl(COMPARISONS[type(tree.ops[0])]), left, right)
+    return _compile(tree, mode)
 
 
 def _compile_call(tree: ast.Call, mode: Mode) -> Node:
