@@ -18,7 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from perfgraph._infra.atomic import INPUTS
-from perfgraph.errors import DeclarationError, TomlSyntaxError
+from perfgraph.errors import DeclarationError, PerfgraphError, TomlSyntaxError
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-]+)\s*=""")
@@ -45,7 +45,8 @@ class TomlDoc:
             key = key[:-1]
         return None
 
-    def error(self, message: str, *key: str, cls: type = DeclarationError) -> Exception:
+    def error(self, message: str, *key: str,
+              cls: type[PerfgraphError] = DeclarationError) -> PerfgraphError:
         return cls(message, file=self.path, line=self.line(*key),
                    name=key[-1] if key else None)
 

@@ -25,7 +25,6 @@ from perfgraph.engine.declarations import Declaration, Origin
 from perfgraph.engine.evaluate import Value, run
 from perfgraph.engine.formula import Fn, check_names
 from perfgraph.engine.graph import Plans, Step, find_cycle, reach, topological
-from perfgraph.engine.scalar import compile_scalar
 from perfgraph.errors import (
     CellError,
     CycleError,
@@ -73,7 +72,7 @@ class Sheet:
                     raise DimensionError(
                         f"formula {decl.formula.text!r} gives {got}, but the cell is "
                         f"declared in {decl.unit or 'dimensionless'} ({want})")
-                self._compiled[name] = compile_scalar(decl.formula)
+                self._compiled[name] = decl.formula.compile()
                 self._column_fns.pop(name, None)
                 reads = decl.formula.names
             else:

@@ -1,9 +1,16 @@
 """A validated formula as a closure over canonical magnitudes: floats, or NumPy columns.
 
-Each operator's implementation comes from the operator table, looked up here, once, when the
-closure is built: the scalar closures call Python's operators and :mod:`math` on floats, with
-no type checks, and a subtree of constants is computed once, at compile time. The column
-closures take NumPy arrays wherever a float may stand (a sweep).
+The one compiler, in two modes (:class:`Mode`): every operator's and function's
+implementation comes from the operator table (:mod:`.ops`), looked up once, when the closure
+is built. A node of the tree compiles to one of three things — a constant, a cell name, or a
+closure of the env — and an operator, comparison or function picks the closure that reads its
+names and constants in place, so that ``a * b`` is one closure, not three. The scalar mode
+takes the table's float implementations (Python's operators and :mod:`math`, no type checks)
+and computes a subtree of constants once, here; the column mode takes the implementations
+that also accept NumPy arrays wherever a float may stand (a sweep). Nothing is executed but
+these closures over an allowlisted :mod:`ast` tree: no source is generated. A run of ``+ -``
+(or ``* /``) longer than :data:`NESTED` is walked with a loop, so no formula nests calls
+deeper than that.
 """
 
 from __future__ import annotations
@@ -37,6 +44,12 @@ _REASONS = {"math domain error": "a function's argument is outside its domain",
 #: What evaluating an allowlisted formula can raise: all of them mean "no value".
 ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError, TypeError)
 
+#: A compiled node: (CONST, value), (NAME, cell name) or (CALL, closure of the env).
+Node = tuple[int, Any]
+CONST, NAME, CALL = 0, 1, 2
+#: The longest run of ``+ -`` (or ``* /``) compiled as nested closures; longer, a loop.
+NESTED = 32
+
 
 def failure(exc: Exception, text: str) -> str:
     """One line saying why the formula ``text`` failed with ``exc``."""
@@ -65,115 +78,160 @@ SCALAR = Mode(columns=False)
 COLUMNS = Mode(columns=True)
 
 
-def compile_tree(node: ast.expr, mode: Mode) -> Fn:
-    fn = _compile_node(node, mode)
-    if mode.fold and not isinstance(node, (ast.Constant, ast.Name)) and _reads_nothing(node):
+def compile_tree(tree: ast.expr, mode: Mode) -> Fn:
+    """The closure computing ``tree`` from an env, in ``mode``."""
+    return _closure(_compile(tree, mode))
+
+
+def _closure(node: Node) -> Fn:
+    kind, payload = node
+    if kind == CALL:
+        return payload  # type: ignore[no-any-return]
+    if kind == NAME:
+        return operator.itemgetter(payload)
+    return lambda env: payload
+
+
+def _compile(tree: ast.expr, mode: Mode) -> Node:
+    node = _node(tree, mode)
+    if mode.fold and node[0] == CALL and _reads_nothing(tree):
         try:  # a subtree of constants (``FLOP / token ** 2``): its value, once
-            value = fn({})
+            return CONST, node[1]({})
         except ARITHMETIC:  # fails when evaluated, as it should
-            return fn
-        return lambda env: value
-    return fn
+            pass
+    return node
 
 
-def _reads_nothing(node: ast.AST) -> bool:
+def _reads_nothing(tree: ast.AST) -> bool:
     return not any(isinstance(n, ast.Name) and n.id not in FUNCTIONS
-                   and formula_unit(n.id) is None for n in ast.walk(node))
+                   and formula_unit(n.id) is None for n in ast.walk(tree))
 
 
-def _compile_node(node: ast.expr, mode: Mode) -> Fn:
-    if isinstance(node, ast.Constant):
-        raw: Any = node.value
-        value = parse_quantity(raw)[0] if isinstance(raw, str) else float(raw)
-        return lambda env: value
-    if isinstance(node, ast.Name):
-        u = formula_unit(node.id)
-        if u is not None:
-            factor = u.factor
-            return lambda env: factor
-        name = node.id
-        return lambda env: env[name]
-    return _COMPILERS[type(node)](node, mode)
+def _node(tree: ast.expr, mode: Mode) -> Node:
+    if isinstance(tree, ast.Constant):
+        raw: Any = tree.value
+        return CONST, parse_quantity(raw)[0] if isinstance(raw, str) else float(raw)
+    if isinstance(tree, ast.Name):
+        u = formula_unit(tree.id)
+        return (CONST, u.factor) if u is not None else (NAME, tree.id)
+    return _COMPILERS[type(tree)](tree, mode)
 
 
-def _compile_unary(node: ast.UnaryOp, mode: Mode) -> Fn:
-    inner = compile_tree(node.operand, mode)
-    impl = mode.impl(UNARY[type(node.op)])
-    if impl is operator.pos:
-        return inner
-    if impl is operator.neg:  # inline: a call less
-        return lambda env: -inner(env)
-    return lambda env: impl(inner(env))
+def _apply(impl: Callable[[Value], Value], arg: Node) -> Node:
+    """``impl`` of one node, reading a name in place."""
+    kind, a = arg
+    if kind == NAME:
+        return CALL, lambda env: impl(env[a])
+    inner = _closure(arg)
+    return CALL, lambda env: impl(inner(env))
 
 
-def _compile_binop(node: ast.BinOp, mode: Mode) -> Fn:
-    op = BINARY[type(node.op)]
+def _binop(impl: Callable[[Value, Value], Value], left: Node, right: Node) -> Node:
+    """``impl`` of two nodes, reading a name or a constant in place."""
+    (lk, a), (rk, b) = left, right
+    if lk == NAME:
+        if rk == NAME:
+            return CALL, lambda env: impl(env[a], env[b])
+        if rk == CONST:
+            return CALL, lambda env: impl(env[a], b)
+        return CALL, lambda env: impl(env[a], b(env))
+    if lk == CONST:
+        if rk == NAME:
+            return CALL, lambda env: impl(a, env[b])
+        if rk == CONST:
+            return CALL, lambda env: impl(a, b)
+        return CALL, lambda env: impl(a, b(env))
+    if rk == NAME:
+        return CALL, lambda env: impl(a(env), env[b])
+    if rk == CONST:
+        return CALL, lambda env: impl(a(env), b)
+    return CALL, lambda env: impl(a(env), b(env))
+
+
+def _compile_unary(tree: ast.UnaryOp, mode: Mode) -> Node:
+    inner = _compile(tree.operand, mode)
+    impl = mode.impl(UNARY[type(tree.op)])
+    return inner if impl is operator.pos else _apply(impl, inner)
+
+
+def _compile_binop(tree: ast.BinOp, mode: Mode) -> Node:
+    op = BINARY[type(tree.op)]
     if op.chain is not None:
-        return _compile_chain(node, mode)
-    impl = mode.impl(op)
-    left, right = compile_tree(node.left, mode), compile_tree(node.right, mode)
-    return lambda env: impl(left(env), right(env))
+        return _compile_chain(tree, mode)
+    return _binop(mode.impl(op), _compile(tree.left, mode), _compile(tree.right, mode))
 
 
-def _compile_chain(node: ast.BinOp, mode: Mode) -> Fn:
-    """``a + b - c …`` as a loop over its terms, left to right as Python would."""
-    first, rest = chain(node)
-    start = compile_tree(first, mode)
-    steps = [(mode.impl(BINARY[type(op)]), compile_tree(operand, mode))
-             for op, operand in rest]
-    if len(steps) == 1:
-        (op, right), = steps
-        return lambda env: op(start(env), right(env))
-    if len(steps) == 2:
-        (op1, t1), (op2, t2) = steps
-        return lambda env: op2(op1(start(env), t1(env)), t2(env))
+def _compile_chain(tree: ast.BinOp, mode: Mode) -> Node:
+    """``a + b - c …`` left to right, as Python would, without recursing per term."""
+    first, rest = chain(tree)
+    steps = [(mode.impl(BINARY[type(op)]), operand) for op, operand in rest]
+    if len(steps) > NESTED:
+        start = compile_tree(first, mode)
+        terms = [(impl, compile_tree(operand, mode)) for impl, operand in steps]
 
-    def run(env: Env) -> Value:
-        value = start(env)
-        for op, term in steps:
-            value = op(value, term(env))
-        return value
-    return run
+        def run(env: Env) -> Value:
+            value = start(env)
+            for impl, term in terms:
+                value = impl(value, term(env))
+            return value
+        return CALL, run
+    node = _compile(first, mode)
+    for impl, operand in steps:
+        node = _binop(impl, node, _compile(operand, mode))
+    return node
 
 
-def _compile_compare(node: ast.Compare, mode: Mode) -> Fn:
-    operands = [compile_tree(n, mode) for n in (node.left, *node.comparators)]
-    ops = [mode.impl(COMPARISONS[type(o)]) for o in node.ops]
+def _compile_compare(tree: ast.Compare, mode: Mode) -> Node:
+    operands = [_compile(n, mode) for n in (tree.left, *tree.comparators)]
+    ops = [mode.impl(COMPARISONS[type(o)]) for o in tree.ops]
+    if len(ops) == 1 and not mode.columns:  # on/off as 1.0 or 0.0, what ``and`` gives
+        test = _binop(ops[0], *operands)[1]
+        return CALL, lambda env: float(test(env))
     every = mode.impl(BOOLEAN[ast.And])
-    if len(ops) == 1 and not mode.columns:
-        (op,), (a, b) = ops, operands
-        return lambda env: float(op(a(env), b(env)))
+    terms = [_closure(n) for n in operands]
 
     def compare(env: Env) -> Value:
-        values = [o(env) for o in operands]
+        values = [t(env) for t in terms]
         return every([op(a, b) for op, a, b in zip(ops, values, values[1:], strict=False)])
-    return compare
+    return CALL, compare
 
 
-def _compile_boolop(node: ast.BoolOp, mode: Mode) -> Fn:
-    parts = [compile_tree(v, mode) for v in node.values]
-    impl = mode.impl(BOOLEAN[type(node.op)])
-    return lambda env: impl([p(env) for p in parts])
+def _compile_boolop(tree: ast.BoolOp, mode: Mode) -> Node:
+    parts = [compile_tree(v, mode) for v in tree.values]
+    impl = mode.impl(BOOLEAN[type(tree.op)])
+    return CALL, lambda env: impl([p(env) for p in parts])
 
 
-def _compile_ifexp(node: ast.IfExp, mode: Mode) -> Fn:
-    test = compile_tree(node.test, mode)
-    body, orelse = compile_tree(node.body, mode), compile_tree(node.orelse, mode)
-    build: Callable[[Fn, Fn, Fn], Fn] = mode.impl(CHOICE)
-    return build(test, body, orelse)
+def _compile_ifexp(tree: ast.IfExp, mode: Mode) -> Node:
+    kind, test = _test(tree.test, mode)
+    body, orelse = compile_tree(tree.body, mode), compile_tree(tree.orelse, mode)
+    build: Callable[[Fn, Fn, Fn, str | None], Fn] = mode.impl(CHOICE)
+    return CALL, build(_closure((kind, test)), body, orelse, test if kind == NAME else None)
 
 
-def _compile_call(node: ast.Call, mode: Mode) -> Fn:
-    assert isinstance(node.func, ast.Name)
-    impl = mode.impl(FUNCTIONS[node.func.id])
-    args = [compile_tree(a, mode) for a in node.args]
-    if len(args) == 1:
-        (arg,) = args
-        return lambda env: impl(arg(env))
-    return lambda env: impl(*[a(env) for a in args])
+def _test(tree: ast.expr, mode: Mode) -> Node:
+    """A choice's test: one comparison on floats gives its truth as it comes (the choice
+    needs no 1.0 or 0.0), a call less; anything else compiles as it would anywhere."""
+    if isinstance(tree, ast.Compare) and len(tree.ops) == 1 and not mode.columns \
+            and not _reads_nothing(tree):
+        left, right = _compile(tree.left, mode), _compile(tree.comparators[0], mode)
+        return _binop(mode.impl(COMPARISONS[type(tree.ops[0])]), left, right)
+    return _compile(tree, mode)
 
 
-_COMPILERS: dict[type[ast.AST], Callable[[Any, Mode], Fn]] = {
+def _compile_call(tree: ast.Call, mode: Mode) -> Node:
+    assert isinstance(tree.func, ast.Name)
+    function = FUNCTIONS[tree.func.id]
+    impl, args = mode.impl(function), [_compile(a, mode) for a in tree.args]
+    if len(args) == 1:  # a fold (min, max) of one operand is that operand
+        return args[0] if function.arity is None else _apply(impl, args[0])
+    if len(args) == 2:
+        return _binop(impl, *args)
+    fns = [_closure(a) for a in args]
+    return CALL, lambda env: impl(*[f(env) for f in fns])
+
+
+_COMPILERS: dict[type[ast.AST], Callable[[Any, Mode], Node]] = {
     ast.UnaryOp: _compile_unary, ast.BinOp: _compile_binop, ast.Compare: _compile_compare,
     ast.BoolOp: _compile_boolop, ast.IfExp: _compile_ifexp, ast.Call: _compile_call,
 }

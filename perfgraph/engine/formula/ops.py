@@ -53,7 +53,8 @@ class Op:
     ``or`` and a choice bind loosest; a unary operator wraps an operand looser than itself).
     ``scalar`` and ``array`` compute it on floats and on values that may be NumPy columns;
     ``and``/``or`` take the list of their operands, and the choice (which must not compute
-    the branch it does not take) builds its closure from its three compiled parts.
+    the branch it does not take) builds its closure from its three compiled parts (and the
+    test's cell name, when the test is one cell, to read it in place).
     ``chain`` groups the operators whose left-leaning runs are walked with a loop.
     """
 
@@ -72,7 +73,9 @@ class Op:
 @dataclass(frozen=True, eq=False)
 class Function:
     """One function a formula may call: how many arguments (None: one or more), the rule its
-    dimensions follow, and its implementations on floats and on NumPy columns."""
+    dimensions follow, and its implementations on floats and on NumPy columns. A function of
+    one or more arguments folds them (``min``, ``max``): of one, it is that one, and the
+    compiler calls it only with two or more."""
 
     arity: int | None
     dims: str
@@ -117,11 +120,13 @@ def _any_columns(xs: list[Value]) -> Value:
     return reduce(np.logical_or, xs).astype(float) if is_array(*xs) else float(any(xs))
 
 
-def _choose(test: Fn, body: Fn, orelse: Fn) -> Fn:
+def _choose(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> Fn:
+    if name is not None:  # the test is a cell: read in place
+        return lambda env: body(env) if env[name] else orelse(env)
     return lambda env: body(env) if test(env) else orelse(env)
 
 
-def _choose_columns(test: Fn, body: Fn, orelse: Fn) -> Fn:
+def _choose_columns(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> Fn:
     def choose(env: Env) -> Value:
         chosen = test(env)
         if is_array(chosen):
@@ -178,18 +183,10 @@ CHOICE = Op(ast.IfExp, " if ", 0, _choose, _choose_columns, CHOOSE, verb="choose
             may_hide_nan=True)
 
 
-def _min(*xs: Value) -> Value:
-    return min(xs)
-
-
-def _max(*xs: Value) -> Value:
-    return max(xs)
-
-
 #: The functions a formula may call, by name.
 FUNCTIONS: dict[str, Function] = {
-    "min": Function(None, SAME, _min, _fold(min, np.minimum)),
-    "max": Function(None, SAME, _max, _fold(max, np.maximum)),
+    "min": Function(None, SAME, min, _fold(min, np.minimum)),
+    "max": Function(None, SAME, max, _fold(max, np.maximum)),
     "abs": Function(1, SAME, abs, _elementwise(abs, np.abs)),
     "ceil": Function(1, DIMLESS, lambda x: float(math.ceil(x)),
                      _elementwise(math.ceil, np.ceil)),

@@ -16,6 +16,9 @@ from perfgraph.engine.formula.ops import (
     BINARY,
     CHOICE,
     FUNCTIONS,
+    OPERAND,
+    POWER,
+    UNARY,
     Op,
     chain,
     is_chain,
@@ -116,7 +119,7 @@ class Validator:
         raise self.fail(node, f"the constant {node.value!r}")
 
     def power(self, node: ast.BinOp) -> None:
-        if not isinstance(node.op, ast.Pow):
+        if BINARY[type(node.op)].dims != POWER:
             return
         exp = constant_number(node.right)
         if exp is not None and abs(exp) > MAX_EXPONENT:
@@ -151,9 +154,10 @@ def constant_number(node: ast.AST) -> float | None:
 
     None when it reads a name; ``inf`` when folding it overflows (``10 ** 10 ** 10``).
     """
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY \
+            and UNARY[type(node.op)].dims == OPERAND:  # -x, +x
         inner = constant_number(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+        return None if inner is None else float(UNARY[type(node.op)].scalar(inner))
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
         return float(node.value)
@@ -170,7 +174,7 @@ def constant_number(node: ast.AST) -> float | None:
         left, right = constant_number(node.left), constant_number(node.right)
         if left is None or right is None:
             return None
-        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+        if BINARY[type(node.op)].dims == POWER and abs(right) > MAX_EXPONENT:
             return math.inf
         return _fold_constant(node.op, left, right)
     return None
