@@ -73,19 +73,43 @@ def indices(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndar
 
 
 def grid_columns(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndarray]:
-    """The axes' cell values for rows ``start:stop`` of their product (last fastest)."""
+    """The axes' cell values for rows ``start:stop`` of their product (last fastest): each
+    column spread from its axis's values by runs or a repeated period (:func:`spread`),
+    the same values :func:`indices` would pick, without a division per row."""
     out: dict[str, np.ndarray] = {}
-    where = indices(axes, start, stop)
+    stride = 1
+    strides: dict[str, int] = {}
+    for axis in reversed(axes):
+        strides[axis.name], stride = stride, stride * len(axis.values)
     for axis in axes:
         if isinstance(axis, Choice):
             continue
         if isinstance(axis, Block):
             table = np.asarray(axis.rows, dtype=float).reshape(len(axis.rows), len(axis.names))
             for j, name in enumerate(axis.names):
-                out[name] = table[where[axis.name], j]
+                out[name] = spread(table[:, j], start, stop, strides[axis.name])
         else:
-            out[axis.name] = np.asarray(axis.values, dtype=float)[where[axis.name]]
+            values = np.asarray(axis.values, dtype=float)
+            out[axis.name] = spread(values, start, stop, strides[axis.name])
     return out
+
+
+def spread(values: np.ndarray, start: int, stop: int, stride: int) -> np.ndarray:
+    """``values[(row // stride) % len(values)]`` for rows ``start:stop``: a period that fits
+    the rows is repeated (``np.resize``), a longer one is cut into its runs of one value."""
+    n, period = stop - start, len(values) * stride
+    if period <= n:
+        pattern = np.roll(np.repeat(values, stride), -(start % period))
+        return np.resize(pattern, n)
+    first, last = start // stride, (stop - 1) // stride
+    edges = np.clip(np.arange(first, last + 2, dtype=np.int64) * stride, start, stop)
+    return np.repeat(values[np.arange(first, last + 1) % len(values)], np.diff(edges))
+
+
+def spans(rows: range, chunk_rows: int = CHUNK_ROWS) -> list[tuple[int, int]]:
+    """``rows`` cut into runs of at most ``chunk_rows``: the chunks a search evaluates."""
+    return [(start, min(rows.stop, start + chunk_rows))
+            for start in range(rows.start, rows.stop, chunk_rows)]
 
 
 def chunks(sheet: Sheet, axes: Sequence[AnyAxis], only: Collection[str] | None = None,
@@ -96,8 +120,7 @@ def chunks(sheet: Sheet, axes: Sequence[AnyAxis], only: Collection[str] | None =
     divides an axis's values first (a column unit that is not the sheet's); ``rows`` limits
     the chunks to a run of the product (one value of a :class:`Choice`)."""
     rows = rows if rows is not None else range(size(axes))
-    for start in range(rows.start, rows.stop, chunk_rows):
-        stop = min(rows.stop, start + chunk_rows)
+    for start, stop in spans(rows, chunk_rows):
         grid = grid_columns(axes, start, stop)
         if scale:
             grid = {n: c / scale.get(n, 1.0) for n, c in grid.items()}
