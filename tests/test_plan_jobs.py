@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfgraph.cli.main import main
+from perfgraph.engine.declarations import Declaration
+from perfgraph.engine.formula import parse
+from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.whatif import grid, plan, sweep
 
@@ -98,3 +101,44 @@ def test_grid_columns_are_the_rows_of_the_product_however_cut(
     assert got.keys() == want.keys()
     for name in want:
         assert np.array_equal(got[name], want[name]), name
+
+
+def _cell(name: str, unit: str, formula: str | None = None,
+          value: float | None = None) -> Declaration:
+    return Declaration(name=name, unit=unit, value=value,
+                       formula=parse(formula) if formula else None)
+
+
+SMALL = [_cell("bw", "TB/s", value=1.0), _cell("cap", "GB", value=80.0),
+         _cell("tp", "", value=1.0), _cell("batch", "", value=1.0),
+         _cell("per_gpu", "GB", "140 * GB / tp"), _cell("room", "GB", "cap - per_gpu"),
+         _cell("step", "ms", "per_gpu / bw + batch * 0.01 * ms"),
+         _cell("fits", "", "room / cap"), _cell("rate", "1/s", "batch / step * min(fits, 1)")]
+SMALL_AXES = (grid.Block("hw", ("bw", "cap"), ("a", "b", "c"),
+                         ((3.35, 80.0), (4.8, 141.0), (8.0, 192.0))),
+              sweep.Axis("tp", (1.0, 2.0, 4.0)), sweep.Axis("batch", tuple(range(1, 9))))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 8, 24, 50, 72, 1000])
+def test_boxes_cover_the_product_once_and_evaluate_as_flat_columns(chunk: int) -> None:
+    """Each box's N-D columns give, cell for cell, what the flat rows give."""
+    sheet = Sheet(SMALL)
+    assert grid.broadcasts(sheet, SMALL_AXES, ["rate", "fits", "step"])
+    spans = grid.box_spans(SMALL_AXES, chunk)
+    assert [a for a, _ in spans[1:]] == [b for _, b in spans[:-1]]
+    assert spans[0][0] == 0 and spans[-1][1] == grid.size(SMALL_AXES)
+    assert all(b - a <= max(chunk, 8) for a, b in spans)  # a box holds one batch run at least
+    for a, b in spans:
+        flat = grid.evaluate_box(sheet, SMALL_AXES, a, b, ["rate", "fits", "cap"], False)
+        box = grid.evaluate_box(sheet, SMALL_AXES, a, b, ["rate", "fits", "cap"], True)
+        for name in flat:
+            assert box[name].shape == (b - a,)
+            assert np.array_equal(box[name], flat[name], equal_nan=True), name
+
+
+def test_a_formula_that_cannot_broadcast_in_place_falls_back_to_flat_columns() -> None:
+    """The column evaluator folds a comparison's failed reads into its first read's shape:
+    with the accelerator's column first and the batch's after, N-D boxes cannot do it."""
+    sheet = Sheet([*SMALL, _cell("big", "", "cap > batch * GB")])
+    assert not grid.broadcasts(sheet, SMALL_AXES, ["big"])
+    assert grid.broadcasts(sheet, SMALL_AXES, ["rate"])

@@ -260,16 +260,15 @@ def _search(result: Result, default: Callable[[str], float], jobs: int | None = 
     engine, block = result.axes[0], result.axes[1]
     assert isinstance(block, grid.Block)
     inner = grid.size(result.axes) // len(engine.values)
-    tasks = [(k, span) for k in range(len(engine.values))
-             for span in grid.spans(range(k * inner, (k + 1) * inner), CHUNK_ROWS)]
-    for k, (start, _) in {k: s for k, s in reversed(tasks)}.items():  # caches filled once
-        result.sheets[str(engine.values[k])].evaluate_columns(
-            grid.grid_columns(result.axes, start, start + 1), 1, _ONLY)
+    tasks = [(k, (k * inner + a, k * inner + b)) for k in range(len(engine.values))
+             for a, b in grid.box_spans(result.axes[1:], CHUNK_ROWS)]
+    shaped = [_ready(result.sheets[str(e)], result.axes[1:]) for e in engine.values]
 
     def work(task: tuple[int, tuple[int, int]]) -> _Part:
         k, (start, stop) = task
-        return _part(result, result.sheets[str(engine.values[k])], start, stop, limits,
-                     k * len(block.labels))
+        cols = grid.evaluate_box(result.sheets[str(engine.values[k])], result.axes[1:],
+                                 start - k * inner, stop - k * inner, _ONLY, shaped[k])
+        return _part(result, cols, start, stop, limits, k * len(block.labels))
     workers = min(jobs or jobs_default(), len(tasks))
     parts = _in_order(work, tasks, workers)
     best = {n: np.full(2 * len(block.labels) * len(engine.values), np.inf) for n in SERVED}
@@ -314,11 +313,19 @@ class _Part:
     family_best: dict[str, np.ndarray]
 
 
-def _part(result: Result, sheet: Sheet, start: int, stop: int,
+def _ready(sheet: Sheet, axes: Sequence[grid.AnyAxis]) -> bool:
+    """Fill the sheet's column caches before the threads share it; whether its columns can
+    be N-D boxes (:func:`grid.broadcasts`)."""
+    if grid.broadcasts(sheet, axes, _ONLY):
+        return True
+    sheet.evaluate_columns(grid.grid_columns(axes, 0, 1), 1, _ONLY)
+    return False
+
+
+def _part(result: Result, cols: Mapping[str, np.ndarray], start: int, stop: int,
           limits: Mapping[str, float], first_item: int) -> _Part:
-    """Rows ``start:stop`` of one engine (its accelerator items from ``first_item``)."""
-    cols = sheet.evaluate_columns(grid.grid_columns(result.axes, start, stop), stop - start,
-                                  _ONLY)
+    """Rows ``start:stop`` of one engine's columns (its accelerator items from
+    ``first_item``)."""
     idx = np.flatnonzero(cols["plan_feasible"] == 1)
     labels = len(result.axes[1].values)
     inner = grid.size(result.axes[1:]) // labels
