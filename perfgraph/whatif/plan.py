@@ -372,7 +372,8 @@ def _violation(cols: Mapping[str, np.ndarray], limits: Mapping[str, float]) -> n
     """How far a row is from meeting everything: the largest of served ÷ SLO and batch ÷
     what KV holds (≤ 1 where all hold); infinite where the model does not fit."""
     with np.errstate(all="ignore"):
-        ratios = [cols[SERVED[n]] / limits[n] for n in SERVED]
-        ratios.append(cols["concurrency"] / cols["max_concurrency"])
-    worst = np.maximum.reduce([np.where(np.isnan(r), np.inf, r) for r in ratios])
-    return np.where(cols["model_fits"] == 1, worst, np.inf)
+        worst = np.divide(cols["concurrency"], cols["max_concurrency"])
+        for n in SERVED:  # np.maximum carries a NaN through: a ratio that failed is infinite
+            np.maximum(worst, np.divide(cols[SERVED[n]], limits[n]), out=worst)
+    worst[np.isnan(worst) | (np.broadcast_to(cols["model_fits"], worst.shape) != 1)] = np.inf
+    return worst
