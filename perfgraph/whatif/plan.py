@@ -14,31 +14,37 @@ or disaggregated) the best each served latency reached.
 from __future__ import annotations
 
 import math
-import re
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from perfgraph._infra.tomlfile import read
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
-from perfgraph.errors import InputError, PerfgraphError, UnknownNameError
+from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid, sweep
+from perfgraph.whatif.plan_question import OBJECTIVES as OBJECTIVES
+from perfgraph.whatif.plan_question import SLO_CELLS as SLO_CELLS
+from perfgraph.whatif.plan_question import Question as Question
+from perfgraph.whatif.plan_question import parse_rate as parse_rate
+from perfgraph.whatif.plan_question import parse_slo as parse_slo
+from perfgraph.whatif.plan_question import question as question
+from perfgraph.whatif.plan_question import question_sets as question_sets
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 #: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
 CHUNK_ROWS = 131_072
 PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
-SLO_CELLS = {"ttft": "ttft_slo", "itl": "itl_slo", "e2e": "e2e_slo"}
 SERVED = {"ttft": "ttft_at_rate", "itl": "itl_worst", "e2e": "e2e_served"}
-#: objective → (cell, larger is better)
-OBJECTIVES = {"gpus": ("deployment_gpus", False), "cost": ("cost_per_mtok_output", False),
-              "energy": ("energy_per_token", False),
-              "throughput_per_gpu": ("served_throughput_per_gpu", True)}
 VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
           "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
@@ -47,18 +53,6 @@ VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
 MASKS = ("plan_feasible", "batch_fits", "model_fits")
 DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
                 "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}
-_HAS_UNIT = re.compile(r"^\s*[+-]?(?:\d[\d_]*\.?[\d_]*|\.\d+)(?:[eE][+-]?\d+)?\s*(?P<unit>\S.*)?$")
-
-
-@dataclass(frozen=True)
-class Question:
-    """What the user asks: SLOs (declared units), a request rate (request/s), an objective."""
-
-    slos: Mapping[str, float]
-    slo_texts: Mapping[str, str]
-    rate: float
-    rate_text: str
-    objective: str = "gpus"
 
 
 @dataclass
@@ -127,60 +121,6 @@ def ranked(column: np.ndarray, objective: str) -> np.ndarray:
     if objective == "cost":
         key = np.where(column <= 0, np.inf, key)
     return np.where(np.isnan(key), np.inf, key)
-
-
-# --------------------------------------------------------------------- the question
-def parse_slo(text: str, sheet: Sheet) -> tuple[str, float]:
-    name, sep, raw = text.partition("=")
-    name = name.strip().lower()
-    if not sep or name not in SLO_CELLS:
-        raise InputError(f"--slo expects ttft=…, itl=… or e2e=… with units (itl=50ms), "
-                         f"got {text!r}")
-    value = _quantity(sheet, SLO_CELLS[name], raw.strip(), f"--slo {text}")
-    return name, value
-
-
-def parse_rate(text: str, sheet: Sheet) -> float:
-    return _quantity(sheet, "request_rate", text.strip(), f"--rate {text!r}")
-
-
-def _quantity(sheet: Sheet, cell: str, raw: str, what: str) -> float:
-    match = _HAS_UNIT.match(raw)
-    if match is None or not match["unit"]:
-        unit = sheet.declaration(cell).unit
-        raise InputError(f"{what}: expected a number with a unit (like '20 {unit}')",
-                         name=cell)
-    decl = sheet.declaration(cell)
-    try:
-        value = interpret(decl, raw).value
-    except PerfgraphError as exc:
-        raise InputError(f"{what}: {exc.message}", name=cell) from None
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{what}: must be above 0", name=cell)
-    return value
-
-
-def question(spec: ScenarioSpec, slo_texts: Sequence[str], rate_text: str,
-             objective: str = "gpus") -> Question:
-    sheet = load(spec).sheet
-    slos: dict[str, float] = {}
-    texts: dict[str, str] = {}
-    for text in slo_texts:
-        name, value = parse_slo(text, sheet)
-        if name in slos:
-            raise InputError(f"--slo {name} given twice", name=SLO_CELLS[name])
-        slos[name], texts[name] = value, text.partition("=")[2].strip()
-    if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
-    return Question(slos, texts, parse_rate(rate_text, sheet), rate_text.strip(), objective)
-
-
-def question_sets(q: Question) -> tuple[tuple[str, str], ...]:
-    """The question as --set pairs, so that a plain ``perfgraph eval`` re-asks it: the rate
-    (and with it the prefill queue it makes), then the SLOs."""
-    sets = [("request_rate", q.rate_text), ("prefill_queueing", "true")]
-    sets += [(SLO_CELLS[n], q.slo_texts[n]) for n in q.slos]
-    return tuple(sets)
 
 
 # --------------------------------------------------------------------- the space
@@ -285,8 +225,9 @@ def search_names(search: Sequence[str]) -> set[str]:
 
 # --------------------------------------------------------------------- the search
 def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
-        prices_file: str | None = None) -> Result:
-    """Every candidate of the space, evaluated exactly: the feasible ones kept whole."""
+        prices_file: str | None = None, jobs: int | None = None) -> Result:
+    """Every candidate of the space, evaluated exactly: the feasible ones kept whole;
+    ``jobs`` worker threads (default: the cores, :func:`jobs_default`)."""
     mine = {n for n, _ in spec.sets}  # a --set prefill_queueing=false stands
     asked = replace(spec, sets=(*spec.sets, *(s for s in question_sets(q) if s[0] not in mine
                                                or s[0] != "prefill_queueing")))
@@ -298,48 +239,110 @@ def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
     units = {n: scenario.sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
     result = Result(q, asked, axes, units, sheet=sheets[str(axes[0].values[0])], sheets=sheets,
                     unpriced=unpriced or [])
-    _search(result, scenario.sheet.magnitude)
+    _search(result, scenario.sheet.magnitude, jobs)
     return result
 
 
-def _search(result: Result, default: Callable[[str], float]) -> None:
+def jobs_default() -> int:
+    """Worker threads for a search: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _search(result: Result, default: Callable[[str], float], jobs: int | None = None) -> None:
+    """Every chunk of every engine's rows, evaluated on ``jobs`` threads (NumPy lets go of
+    the GIL inside a column pass); the chunks' parts are joined in row order, so the answer
+    is the same, bit for bit, with one worker or many."""
     q = result.question
-    cell = OBJECTIVES[q.objective][0]
     limits = {n: q.slos.get(n, default(SLO_CELLS[n])) for n in SLO_CELLS}
-    only = (*VALUES, *MASKS, *SERVED.values(), "concurrency", "disaggregated")
-    rows, kept, objective, violation = [], [], [], []
     engine, block = result.axes[0], result.axes[1]
     assert isinstance(block, grid.Block)
     inner = grid.size(result.axes) // len(engine.values)
-    per = 2 * len(block.labels)
-    best = {n: np.full(per * len(engine.values), np.inf) for n in SERVED}
-    for k, name in enumerate(engine.values):
-        sheet = result.sheets[str(name)]
-        for start, stop, cols in grid.chunks(sheet, result.axes, only, CHUNK_ROWS,
-                                             rows=range(k * inner, (k + 1) * inner)):
-            idx = np.flatnonzero(cols["plan_feasible"] == 1)
-            rows.append(idx + start)
-            kept.append({n: np.array(cols[n][idx]) for n in VALUES})
-            objective.append(ranked(cols[cell], q.objective).astype(np.float32))
-            violation.append(_violation(cols, limits).astype(np.float32))
-            item = np.arange(start, stop) // (inner // len(block.labels)) % len(block.labels)
-            _family_best(best, cols, item + k * len(block.labels), len(block.labels))
+    tasks = [(k, (k * inner + a, k * inner + b)) for k in range(len(engine.values))
+             for a, b in grid.box_spans(result.axes[1:], CHUNK_ROWS)]
+    shaped = [_ready(result.sheets[str(e)], result.axes[1:]) for e in engine.values]
+
+    def work(task: tuple[int, tuple[int, int]]) -> _Part:
+        k, (start, stop) = task
+        cols = grid.evaluate_box(result.sheets[str(engine.values[k])], result.axes[1:],
+                                 start - k * inner, stop - k * inner, _ONLY, shaped[k])
+        return _part(result, cols, start, stop, limits, k * len(block.labels))
+    workers = min(jobs or jobs_default(), len(tasks))
+    parts = _in_order(work, tasks, workers)
+    best = {n: np.full(2 * len(block.labels) * len(engine.values), np.inf) for n in SERVED}
+    for part in parts:  # np.fmin is exact: the order cannot change a best
+        for name in SERVED:
+            np.fmin.at(best[name], part.family_keys, part.family_best[name])
+    pieces = {"rows": [p.rows for p in parts], "objective": [p.objective for p in parts],
+              "violation": [p.violation for p in parts],
+              **{n: [p.kept[n] for p in parts] for n in VALUES}}
+    joined = dict(zip(pieces, _in_order(np.concatenate, list(pieces.values()), workers),
+                      strict=True))
     result.searched = grid.size(result.axes)
-    result.rows = np.concatenate(rows)
-    result.values = {n: np.concatenate([k[n] for k in kept]) for n in VALUES}
-    result.objective_all = np.concatenate(objective)
-    result.violation_all = np.concatenate(violation)
+    result.rows, result.values = joined["rows"], {n: joined[n] for n in VALUES}
+    result.objective_all, result.violation_all = joined["objective"], joined["violation"]
     result.families = [(str(e), str(label), bool(d)) for e in engine.values
                        for d in (0, 1) for label in block.labels]
     result.family_best = best
     result.best_reached = {n: float(best[n].min()) for n in SERVED}
 
 
-def _family_best(best: dict[str, np.ndarray], cols: Mapping[str, np.ndarray],
-                 item: np.ndarray, labels: int) -> None:
-    """Fold a chunk into each family's best served latency: the family of a row is its
-    engine and accelerator item (``item``) and whether it is disaggregated; only rows that
-    fit in memory count (a batch KV cannot hold reaches nothing)."""
+def _in_order(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_R]:
+    """``[fn(x) for x in items]``, on ``workers`` threads when more than one."""
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
+
+
+_ONLY = (*VALUES, *MASKS, *SERVED.values(), "concurrency", "disaggregated")
+
+
+@dataclass
+class _Part:
+    """What one chunk leaves: its feasible rows and their values, every row's objective and
+    violation, and the best each family reached in it (``family_keys``: Result.families)."""
+
+    rows: np.ndarray
+    kept: dict[str, np.ndarray]
+    objective: np.ndarray
+    violation: np.ndarray
+    family_keys: np.ndarray
+    family_best: dict[str, np.ndarray]
+
+
+def _ready(sheet: Sheet, axes: Sequence[grid.AnyAxis]) -> bool:
+    """Fill the sheet's column caches before the threads share it; whether its columns can
+    be N-D boxes (:func:`grid.broadcasts`)."""
+    if grid.broadcasts(sheet, axes, _ONLY):
+        return True
+    sheet.evaluate_columns(grid.grid_columns(axes, 0, 1), 1, _ONLY)
+    return False
+
+
+def _part(result: Result, cols: Mapping[str, np.ndarray], start: int, stop: int,
+          limits: Mapping[str, float], first_item: int) -> _Part:
+    """Rows ``start:stop`` of one engine's columns (its accelerator items from
+    ``first_item``)."""
+    idx = np.flatnonzero(cols["plan_feasible"] == 1)
+    labels = len(result.axes[1].values)
+    inner = grid.size(result.axes[1:]) // labels
+    item = np.arange(start, stop) // inner % labels + first_item
+    keys, reached = _family_best(cols, item, labels)
+    return _Part(idx + start, {n: cols[n][idx] for n in VALUES},
+                 ranked(cols[OBJECTIVES[result.question.objective][0]],
+                        result.question.objective).astype(np.float32),
+                 _violation(cols, limits).astype(np.float32), keys, reached)
+
+
+def _family_best(cols: Mapping[str, np.ndarray], item: np.ndarray,
+                 labels: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A chunk's best served latency per run of one family's rows, and each run's family:
+    the family of a row is its engine and accelerator item (``item``) and whether it is
+    disaggregated; only rows that fit in memory count (a batch KV cannot hold reaches
+    nothing)."""
     n = len(item)
     fits = (np.broadcast_to(cols["batch_fits"], n) == 1) & \
         (np.broadcast_to(cols["model_fits"], n) == 1)
@@ -347,9 +350,10 @@ def _family_best(best: dict[str, np.ndarray], cols: Mapping[str, np.ndarray],
     # the index in Result.families: engine, then the mode, then the accelerator item
     key = (item // labels) * 2 * labels + disagg * labels + item % labels
     starts = np.flatnonzero(np.diff(key, prepend=-1))  # a family holds runs of rows
-    for name, served in SERVED.items():
-        reached = np.where(fits, np.broadcast_to(cols[served], n), np.inf)
-        np.fmin.at(best[name], key[starts], np.fmin.reduceat(reached, starts))  # NaN: none
+    reached = {name: np.fmin.reduceat(np.where(fits, np.broadcast_to(cols[served], n), np.inf),
+                                      starts)  # NaN: none
+               for name, served in SERVED.items()}
+    return key[starts], reached
 
 
 def constraint_ratios(result: Result, row: int) -> dict[str, float]:
@@ -368,7 +372,8 @@ def _violation(cols: Mapping[str, np.ndarray], limits: Mapping[str, float]) -> n
     """How far a row is from meeting everything: the largest of served ÷ SLO and batch ÷
     what KV holds (≤ 1 where all hold); infinite where the model does not fit."""
     with np.errstate(all="ignore"):
-        ratios = [cols[SERVED[n]] / limits[n] for n in SERVED]
-        ratios.append(cols["concurrency"] / cols["max_concurrency"])
-    worst = np.maximum.reduce([np.where(np.isnan(r), np.inf, r) for r in ratios])
-    return np.where(cols["model_fits"] == 1, worst, np.inf)
+        worst = np.divide(cols["concurrency"], cols["max_concurrency"])
+        for n in SERVED:  # np.maximum carries a NaN through: a ratio that failed is infinite
+            np.maximum(worst, np.divide(cols[SERVED[n]], limits[n]), out=worst)
+    worst[np.isnan(worst) | (np.broadcast_to(cols["model_fits"], worst.shape) != 1)] = np.inf
+    return worst

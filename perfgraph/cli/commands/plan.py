@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="ENGINE", help="print the best plan's serving command (default: "
                                           "the best plan's engine)")
     p.add_argument("--prices", metavar="FILE", help="your own $/GPU-hour (prices.toml shape)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="threads that evaluate the space (default: the cores); the answer is "
+                        "the same with any N")
     p.set_defaults(func=run)
 
 
@@ -71,11 +74,13 @@ def eval_line(spec: ScenarioSpec) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise InputError("--top must be 0 or more")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs must be 1 or more, got {args.jobs}")
     if not args.slo:
         raise InputError("plan needs at least one --slo (ttft=1s, itl=50ms, e2e=30s)")
     spec = spec_from_args(args)
     q = plan.question(spec, args.slo, args.rate, args.objective)
-    result = plan.run(spec, q, args.search, args.prices)
+    result = plan.run(spec, q, args.search, args.prices, args.jobs)
     if result.feasible == 0:
         if args.format == "json":
             print(json.dumps(plan_report.no_plan(result), indent=2))
