@@ -175,6 +175,18 @@ def test_columns_give_nan_where_a_row_fails() -> None:
     assert columns["throughput"][1] == pytest.approx(sheet.magnitude("throughput"))
 
 
+def test_a_constant_branch_does_not_hide_a_failed_row() -> None:
+    import numpy as np
+
+    # y reads x, which fails where b = 0; the choice takes its constant branch in every row
+    sheet = Sheet([cell("on", "", value=0), cell("b", "", value=1), cell("x", "", "1 / b"),
+                   cell("y", "", "x if on > 0 else 0")])
+    columns = sheet.evaluate_columns({"b": np.array([0.0, 2.0])}, 2)
+    sheet.set("b", 0)
+    assert sheet.error("y") is not None  # as the scalar path says: y reads a failed cell
+    assert np.isnan(columns["y"][0]) and columns["y"][1] == 0
+
+
 def test_every_vocabulary_result_is_a_cell_of_the_default_sheet() -> None:
     vocabulary = """ridge_point compute_bound_threshold weights_bytes flops_per_token
     prefill_time ttft kv_bytes_per_token avg_context kv_bytes_per_seq decode_step_time itl

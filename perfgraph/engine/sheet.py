@@ -356,18 +356,19 @@ class Sheet:
             value = fn(env)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return math.nan
-        if not isinstance(value, np.ndarray):
-            scalar = float(value)
-            return scalar if math.isfinite(scalar) else math.nan
         if self._decls[name].formula.may_hide_nan:  # type: ignore[union-attr]
-            # a comparison or a choice can turn a failed read into a number; it must not:
-            # adding 0 × each read (0, or NaN where the read is NaN) fails those rows
+            # a comparison or a choice can turn a failed read into a number (a constant
+            # branch, even); it must not: adding 0 × each read (0, or NaN where the read is
+            # NaN) fails those rows. Not in place: a later read may broadcast to more axes.
             arrays = [v for v in reads if isinstance(v, np.ndarray)]
             if arrays:
                 nan_rows = arrays[0] * 0.0
                 for v in arrays[1:]:
-                    nan_rows += v * 0.0
+                    nan_rows = nan_rows + v * 0.0
                 value = value + nan_rows
+        if not isinstance(value, np.ndarray):
+            scalar = float(value)
+            return scalar if math.isfinite(scalar) else math.nan
         return _nan_for_inf(value)
 
 
