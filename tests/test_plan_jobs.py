@@ -136,9 +136,23 @@ def test_boxes_cover_the_product_once_and_evaluate_as_flat_columns(chunk: int) -
             assert np.array_equal(box[name], flat[name], equal_nan=True), name
 
 
-def test_a_formula_that_cannot_broadcast_in_place_falls_back_to_flat_columns() -> None:
-    """The column evaluator folds a comparison's failed reads into its first read's shape:
-    with the accelerator's column first and the batch's after, N-D boxes cannot do it."""
+def test_a_comparison_whose_reads_differ_in_shape_broadcasts() -> None:
+    """A comparison folds its failed reads into one mask: with the accelerator's column
+    first and the batch's after, the mask takes the larger shape (it was in place, and an
+    N-D box could not evaluate it)."""
     sheet = Sheet([*SMALL, _cell("big", "", "cap > batch * GB")])
-    assert not grid.broadcasts(sheet, SMALL_AXES, ["big"])
-    assert grid.broadcasts(sheet, SMALL_AXES, ["rate"])
+    assert grid.broadcasts(sheet, SMALL_AXES, ["big"])
+    n = grid.size(SMALL_AXES)
+    flat = grid.evaluate_box(sheet, SMALL_AXES, 0, n, ["big"], False)
+    box = grid.evaluate_box(sheet, SMALL_AXES, 0, n, ["big"], True)
+    assert np.array_equal(box["big"], flat["big"], equal_nan=True)
+
+
+def test_a_sheet_that_cannot_broadcast_falls_back_to_flat_columns(monkeypatch) -> None:
+    sheet = Sheet(SMALL)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(sheet, "evaluate_columns", refuse)
+    assert not grid.broadcasts(sheet, SMALL_AXES, ["rate"])

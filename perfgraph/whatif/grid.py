@@ -176,9 +176,9 @@ def _box(axes: Sequence[AnyAxis], firsts: Sequence[int], counts: Sequence[int],
 
 def broadcasts(sheet: Sheet, axes: Sequence[AnyAxis], only: Collection[str]) -> bool:
     """Whether ``sheet`` evaluates ``only`` over N-D columns (a probe of the first two values
-    of each axis). The column evaluator folds a formula's failed reads in place, into the
-    first read's shape; where a later read has more dimensions it cannot, and a search
-    evaluates flat columns instead (the same values, every cell at every row)."""
+    of each axis). Where a formula cannot broadcast its reads' shapes (NumPy raises
+    ValueError), a search evaluates flat columns instead (the same values, every cell at
+    every row)."""
     counts = [min(2, len(a.values)) for a in axes]
     try:
         sheet.evaluate_columns(_box(axes, [0] * len(axes), counts), math.prod(counts), only)
