@@ -92,7 +92,8 @@ def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
     for spec in sweep.specs():
         scenario = sweep.scenario(spec)
         scale = rescale(scenario.sheet, units)
-        present = [n for n in units if n in set(scenario.sheet.names)]
+        known = set(scenario.sheet.names)
+        present = [n for n in units if n in known]
         for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
                                                 scale=scale):
             for name, value in export.choices(scenario).items():
@@ -104,4 +105,6 @@ def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
                 cells[name].append(column * scale[name] if name in scale else column)
             if progress is not None:
                 progress(stop - start)
-    return {**choices, **{name: np.concatenate(parts) for name, parts in cells.items()}}
+    # one part (one combination): as it is, a constant column the broadcast view it came as
+    return {**choices, **{name: parts[0] if len(parts) == 1 else np.concatenate(parts)
+                          for name, parts in cells.items()}}
