@@ -357,7 +357,7 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     """(peak RSS in MB, wall seconds) of a fresh process that runs the sweep."""
     # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's (this process
     # holds the 1,000,000-row hand-written columns), and exec does not reset it.
-    code = ("import re, sys; from perfgraph import sweep; "
+    code = ("import re, sys; from perfgraph.whatif import sweep; "
             "from perfgraph.scenario.loading import ScenarioSpec; "
             "sweep.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
             "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
