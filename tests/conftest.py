@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from perfgraph.engine.declarations import Declaration
+from perfgraph.engine.formula import parse
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data"
@@ -19,3 +21,10 @@ def scenario(*sets: tuple[str, object], **choices: str) -> Scenario:
 @pytest.fixture
 def default_scenario() -> Scenario:
     return load()
+
+
+def cell(name: str, unit: str, formula: str | None = None, value: float | None = None,
+         ) -> Declaration:
+    """A declaration for a hand-built test sheet: an input (``value``) or a formula."""
+    return Declaration(name=name, unit=unit, value=value,
+                       formula=parse(formula) if formula else None)

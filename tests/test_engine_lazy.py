@@ -17,19 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfgraph.engine.declarations import Declaration
-from perfgraph.engine.formula import parse
 from perfgraph.engine.graph import find_cycle, reach, topological
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import CellError, DeclarationError, InputError
 from perfgraph.scenario.loading import load
+from tests.conftest import cell
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def cell(name: str, unit: str, formula: str | None = None, value: float | None = None,
-         ) -> Declaration:
-    return Declaration(name=name, unit=unit, value=value,
-                       formula=parse(formula) if formula else None)
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from perfgraph.engine.declarations import Declaration
-from perfgraph.engine.formula import parse
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import (
     CycleError,
@@ -15,12 +13,7 @@ from perfgraph.errors import (
     UnknownNameError,
 )
 from perfgraph.scenario.loading import load
-
-
-def cell(name: str, unit: str, formula: str | None = None, value: float | None = None,
-         ) -> Declaration:
-    return Declaration(name=name, unit=unit, value=value,
-                       formula=parse(formula) if formula else None)
+from tests.conftest import cell
 
 
 @pytest.fixture

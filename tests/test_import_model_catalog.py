@@ -20,14 +20,7 @@ else:  # pragma: no cover
 
 from perfgraph.scenario.hf_config import attention_kinds
 from perfgraph.scenario.import_model import ImportModelError, count_params, model_toml
-
-ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = ROOT / "tests" / "data" / "configs"
-
-
-def config(slug: str) -> dict:
-    return json.loads((CONFIGS / f"{slug}.json").read_text())
-
+from tests.test_import_model import ROOT, config  # noqa: E402  (one home for the fixtures)
 
 # Llama 4, by hand from the config and transformers' modeling_llama4 (Llama4TextMoe: router,
 # routed experts and one shared expert, all SwiGLU of intermediate_size; dense layers of
