@@ -20,7 +20,7 @@ import numpy as np
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.whatif.simulate import Run, Setup, simulate
-from perfgraph.whatif.simulate.summary import summarise, weighted_quantiles
+from perfgraph.whatif.simulate.summary import latency_samples, summarise, weighted_quantiles
 
 REQUESTS = 1000
 SEED = 0
@@ -89,16 +89,11 @@ def run(sheet: Sheet, label: str, open_loop: bool = False, requests: int = REQUE
 
 
 def _cdfs(result: Run) -> tuple[Cdf, Cdf]:
-    table, steps = result.engine.reqs.table(), result.engine.log.arrays()
-    w = result.warmup
-    measured = np.arange(len(table["ttft"])) >= w
-    ttft = table["ttft"][measured & np.isfinite(table["ttft"])] * 1e3
-    t0 = float(table["arrival"][w]) if len(table["arrival"]) > w else 0.0
-    after = steps["end"] > t0
-    gaps = np.asarray(result.engine.log.gaps, dtype=float)
-    itl = np.concatenate([steps["dur"][after], gaps]) * 1e3
-    weights = np.concatenate([steps["decodes"][after], np.ones(gaps.size)]).astype(float)
-    return (Cdf(_quantiles(ttft, np.ones(ttft.size))), Cdf(_quantiles(itl, weights)))
+    """The CDFs of the samples the summary's TTFT and ITL are taken over."""
+    samples = latency_samples(result)
+    (ttft, _), (itl, weights) = samples["ttft"], samples["itl"]
+    itl_w = np.ones(itl.size) if weights is None else weights.astype(float)
+    return Cdf(_quantiles(ttft * 1e3, np.ones(ttft.size))), Cdf(_quantiles(itl * 1e3, itl_w))
 
 
 def _quantiles(values: np.ndarray, weights: np.ndarray) -> tuple[float, ...]:

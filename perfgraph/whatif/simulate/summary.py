@@ -62,16 +62,9 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
     measured = ended.sum()
     ratio = float((t["isl"][ended] + t["osl"][ended]).sum() / max(t["osl"][ended].sum(), 1))
     overload = _overload(run, t, t0, t1, in_window)
-    after = steps["end"] > t0
-    itl_v = np.concatenate([steps["dur"][after], np.asarray(e.log.gaps)])
-    itl_w = np.concatenate([steps["decodes"][after], np.ones(len(e.log.gaps))])
     n = int(measured)
-    latency = {
-        "ttft": ("ms", stats(t["ttft"][ended], None, 1e3, n)),
-        "tpot": ("ms", stats(t["tpot"][ended], None, 1e3, n)),
-        "itl": ("ms", stats(itl_v, itl_w, 1e3, n)),
-        "e2e": ("s", stats(t["e2e"][ended], None, 1.0, n)),
-    }
+    latency = {k: (UNITS[k], stats(v, weights, SCALES[k], n))
+               for k, (v, weights) in _samples(run, t, steps, ended, t0).items()}
     if overload:
         for k in ("ttft", "e2e"):
             latency[k] = (latency[k][0], dict.fromkeys(latency[k][1]))
@@ -91,6 +84,30 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         "kv_use": _mean_max(steps["kv"][sel], dur),
         "series": _series(steps), "overload": overload,
     }
+
+
+#: Each latency's unit in the summary, and the factor from seconds to it.
+UNITS = {"ttft": "ms", "tpot": "ms", "itl": "ms", "e2e": "s"}
+SCALES = {"ttft": 1e3, "tpot": 1e3, "itl": 1e3, "e2e": 1.0}
+
+
+def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """The samples (in seconds) the summary's latencies are taken over, with their weights
+    (None: one per request): TTFT, TPOT and E2E of each request past the warm-up that ended;
+    ITL of each step in the window, weighted by its decodes, and each preempted gap."""
+    t, steps = run.engine.reqs.table(), run.engine.log.arrays()
+    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= run.warmup)
+    return _samples(run, t, steps, ended, _window(t, run.warmup, steps)[0])
+
+
+def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
+             ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    gaps = np.asarray(run.engine.log.gaps, dtype=float)
+    after = steps["end"] > t0
+    return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
+            "itl": (np.concatenate([steps["dur"][after], gaps]),
+                    np.concatenate([steps["decodes"][after], np.ones(gaps.size)])),
+            "e2e": (t["e2e"][ended], None)}
 
 
 def _window(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
