@@ -46,8 +46,9 @@ def test_depth_limits_the_levels(sheet) -> None:
 def test_cli_prints_and_emits_the_tree(capsys) -> None:
     assert main(["explain", "ttft", "--depth", "2"]) == 0
     out = capsys.readouterr().out
-    assert ("  derived from\n    ttft = 36.51 ms  = prefill_time + prefill_tp_comm_time + "
-            "ttft_in_batch + ttft_overhead\n      prefill_time = 36.51 ms") in out
+    assert ("  derived from\n    ttft = 36.51 ms  = prefill_time + prefill_activation_time + "
+            "prefill_tp_comm_time + ttft_in_batch + ttft_overhead\n      prefill_time = 36.51 ms"
+            ) in out
     assert main(["explain", "ttft", "--depth", "all", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tree"]["name"] == "ttft"

@@ -232,8 +232,8 @@ def test_a_calibration_profile_reaches_the_step_model() -> None:
     assert model.check(sheet) == []
     gap = 10 * sheet.magnitude("e2e_latency", "s")
     alone = summarise(simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=10)), sheet)
-    want = sum(sheet.magnitude(c) for c in ("prefill_time", "prefill_tp_comm_time",
-                                            "ttft_overhead"))
+    want = sum(sheet.magnitude(c) for c in ("prefill_time", "prefill_activation_time",
+                                            "prefill_tp_comm_time", "ttft_overhead"))
     assert alone["latency"]["ttft"][1]["mean"] == pytest.approx(want, rel=1e-3)
     # the sheet spreads each prompt evenly over the decode steps, the simulation carries it
     # in chunk_size pieces, which push the steps that carry them compute-bound: the

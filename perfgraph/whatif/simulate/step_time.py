@@ -32,6 +32,9 @@ pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining ea
 pp_step_stages          in steady state); KV bytes split over ``m``
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
+activation_bytes_per_   the activation kernels every TP rank runs in full: per token of the
+token                   step, ÷ one GPU's achievable bandwidth (step_activation_time; a
+                        prompt's prefill_activation_time)
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
 tp_comm_latency_time,   (the sheet's tp_comm_time_per_token, scaled to the step's decodes)
 tp_comm_bytes_time
@@ -86,6 +89,7 @@ class StepModel:
     comm_per_decode: float  # per decode sequence (exposed share)
     prefill_comm_per_token: float
     ttft_overhead: float
+    activation: float = 0.0  # s per token in the activation kernels TP does not split
     #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
     weight_table: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
@@ -118,6 +122,9 @@ class StepModel:
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
             ttft_overhead=m("ttft_overhead", "s"),
+            activation=m("activation_bytes_per_token", "B/token")
+            / (m("hbm_bandwidth", "B/s") * m("bandwidth_efficiency"))
+            if "activation_bytes_per_token" in sheet.names else 0.0,
             weight_table=weight_table(sheet))
 
     def weights(self, tokens: float) -> float:
@@ -149,7 +156,7 @@ class StepModel:
                             / (mb * pp * self.attention_bandwidth),
                             decode_attention * self.attention_flops / (mb * pp * f)) \
                 + prefill_attention * self.prefill_attention_flops / (mb * pp * f)
-            roofline = linear + attention
+            roofline = linear + attention + (decodes + prefill) * self.activation / (mb * pp)
         else:
             memory = (weights + kv_tokens * self.kv_bytes_per_token / mb) / (
                 pp * self.bandwidth)
@@ -165,7 +172,7 @@ class StepModel:
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
         return (self.stages * max(memory, compute) + self.overhead
-                + prefill * self.prefill_comm_per_token)
+                + prefill * (self.prefill_comm_per_token + self.activation))
 
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
         """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
@@ -176,7 +183,7 @@ class StepModel:
         if self.kernel:
             linear = max(weights / (pp * self.bandwidth),
                          decodes * self.flops_per_token / (mb * pp * f))
-            roofline = linear + np.maximum(
+            roofline = linear + decodes * self.activation / (mb * pp) + np.maximum(
                 kv * (self.kv_bytes_per_token / (mb * pp * self.attention_bandwidth)),
                 kv * (self.attention_flops / (mb * pp * f)))
         else:
@@ -199,7 +206,8 @@ class StepModel:
                   m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
                   self.time(0, isl, isl, 0, isl * isl / 2),
-                  m("prefill_time", "s") + m("prefill_tp_comm_time", "s"))]
+                  m("prefill_time", "s") + m("prefill_tp_comm_time", "s")
+                  + (m("prefill_activation_time", "s") if self.activation else 0.0))]
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
