@@ -19,7 +19,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,8 +93,7 @@ def write_profile(profile: Profile, split_fits: dict[str, Fit]) -> Path:
             if e.calibrated is not None:
                 worst[e.metric] = max(worst.get(e.metric, 0.0), e.calibrated)
     held = tuple(MetricError(m, 0, None, v) for m, v in worst.items())
-    stated = Fit(fit.values, fit.units, fit.fitted, held, fit.fitted_runs, (),
-                 fit.excluded, fit.residual, fit.notes, fit.workloads)
+    stated = replace(fit, held_out=held, held_out_runs=())
     text = overlay_text(stated, f"perfgraph eval --hardware {profile.hardware} "
                                 "--calibration auto", profile.engine, profile.engine_version,
                         "the worst median of the splits " + "; ".join(profile.splits)

@@ -65,8 +65,9 @@ def test_ttft_and_step_overheads_add_as_their_mechanisms_say() -> None:
 
 def test_exposed_tp_all_reduces_slow_the_prefill() -> None:
     s = sheet(comm_overlap="false", link_efficiency="0.5")
-    # 2 all-reduces per layer, each 2(p-1)/p x ISL x d_model x 2 B over half of 900 GB/s
-    per = 5e-6 + (2 * 1 / 2 * 1024 * 8192 * 2) / (0.5 * 900e9)
+    # 2 all-reduces per layer, each 2(p-1)/p x ISL x d_model x 2 B over half of the link's
+    # one-way 450 GB/s (900 GB/s is both directions together)
+    per = 5e-6 + (2 * 1 / 2 * 1024 * 8192 * 2) / (0.5 * 450e9)
     assert s.magnitude("prefill_tp_comm_time") == pytest.approx(160 * per * 1e3)
     assert s.magnitude("ttft") == pytest.approx(s.magnitude("prefill_time")
                                                + s.magnitude("prefill_tp_comm_time"))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,7 @@ from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
-from perfgraph.scenario.loading import load
+from perfgraph.scenario.loading import engine_entry, load
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ TARGETS = (
 )
 #: Structure the fit turns on (and the overlay keeps): cell → value.
 STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True,
-             "queueing": True}
+             "queueing": True, "replicated_activations": True}
 #: The metrics fitted (TTFT, TPOT, throughput); E2EL follows from them.
 FIT_METRICS = ("ttft", "tpot", "throughput")
 
@@ -93,6 +93,9 @@ class Fit:
     residual: float  # root mean square of the log errors fitted
     notes: tuple[str, ...] = ()  # targets on a bound, or that the runs do not determine
     workloads: tuple[str, ...] = ()  # the ISL/OSL shapes fitted on
+    #: targets not fitted but held where the runs' engine file documents them ([realistic])
+    held: Mapping[str, float] = field(default_factory=dict)
+    engine: str | None = None  # the runs' engine, when they share one
 
 
 @dataclass(frozen=True)
@@ -115,39 +118,66 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
     groups = _groups(base, fitted, leave_out_queued=True)
+    engine, fixed = _documented(fitted, base)
+    targets = tuple(t for t in TARGETS if t.cell not in fixed)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
                        for m in FIT_METRICS)
-    if observations < len(TARGETS):
-        raise InputError(f"{observations} measured values cannot fix {len(TARGETS)} "
+    if observations < len(targets):
+        raise InputError(f"{observations} measured values cannot fix {len(targets)} "
                          "efficiency inputs: give more runs")
     units = {t.cell: groups[0].sheet.declaration(t.cell).unit for t in TARGETS}
-    best, cost = _minimise(lambda x: _residuals(groups, x), len(TARGETS))
-    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, best, strict=True)}
-    values, notes = _settled(groups, values, best)
+    best, cost = _minimise(lambda x: _residuals(groups, x, targets, fixed), len(targets))
+    values, notes = _settled(groups, best, targets, fixed)
+    notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
+                   for c, v in fixed.items())
     held_groups = _groups(base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
                tuple(fitted), tuple(held), excluded,
-               math.sqrt(cost / observations), notes, _workloads(fitted))
+               math.sqrt(cost / observations), notes, _workloads(fitted), fixed, engine)
+
+
+def _documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, dict]:
+    """The targets the runs' engine documents (its file's ``[realistic]`` table: vLLM's TP
+    all-reduces are never overlapped), held rather than fitted; none when the runs mix
+    engines."""
+    engines = {c.setup.engine or base.engine for c in runs}
+    if len(engines) != 1:
+        return None, {}
+    engine = engines.pop()
+    table = engine_entry(engine).table("realistic")
+    unknown = sorted(set(table) - {t.cell for t in TARGETS})
+    if unknown:
+        raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}, "
+                         f"which calibration does not fit (it fits: "
+                         f"{', '.join(t.cell for t in TARGETS)})", name=unknown[0])
+    return engine, {k: float(v) for k, v in table.items()}
 
 
 def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:
-    shapes = sorted({(round(c.setup.isl), round(c.setup.osl)) for c in runs
-                     if c.setup.isl is not None and c.setup.osl is not None})
+    """Each run's workload as its benchmark named it (the configured ISL/OSL: a run drawn at
+    random lengths is modelled at their mean, but it is the 1k/1k workload)."""
+    shapes = sorted({(round(i), round(o)) for c in runs
+                     for i, o in [(c.run.isl_configured or c.setup.isl,
+                                   c.run.osl_configured or c.setup.osl)]
+                     if i is not None and o is not None})
     return tuple(f"{i}/{o}" for i, o in shapes)
 
 
-def _settled(groups: Sequence[_Group], values: dict[str, float],
-             x: np.ndarray) -> tuple[dict[str, float], tuple[str, ...]]:
-    """Drop the targets the runs cannot move (left at the sheet's value); name those that
-    ended on a bound."""
+def _settled(groups: Sequence[_Group], x: np.ndarray, targets: Sequence[Target],
+             fixed: Mapping[str, float]) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The fitted values (and the held ones); drop the targets the runs cannot move (left at
+    the sheet's value); name those that ended on a bound."""
     notes: list[str] = []
-    kept = dict(values)
-    base_cost = float(np.sum(_residuals(groups, x) ** 2))
-    for i, t in enumerate(TARGETS):
-        moved = [float(np.sum(_residuals(groups, np.where(np.arange(len(x)) == i, u, x)) ** 2))
-                 for u in (0.0, 1.0)]
+    kept = {**fixed, **{t.cell: _scaled(t, u) for t, u in zip(targets, x, strict=True)}}
+
+    def cost(y: np.ndarray) -> float:
+        return float(np.sum(_residuals(groups, y, targets, fixed) ** 2))
+
+    base_cost = cost(x)
+    for i, t in enumerate(targets):
+        moved = [cost(np.where(np.arange(len(x)) == i, u, x)) for u in (0.0, 1.0)]
         if max(abs(m - base_cost) for m in moved) < 1e-9:
             del kept[t.cell]
             notes.append(f"{t.cell}: these runs do not determine it (left as the sheet has it)")
@@ -216,8 +246,9 @@ def _log_errors(groups: Sequence[_Group], values: Mapping[str, float]) -> np.nda
     return np.concatenate(errors) if errors else np.zeros(0)
 
 
-def _residuals(groups: Sequence[_Group], x: np.ndarray) -> np.ndarray:
-    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, x, strict=True)}
+def _residuals(groups: Sequence[_Group], x: np.ndarray, targets: Sequence[Target],
+               fixed: Mapping[str, float]) -> np.ndarray:
+    values = {**fixed, **{t.cell: _scaled(t, u) for t, u in zip(targets, x, strict=True)}}
     return _log_errors(groups, values)
 
 
@@ -313,7 +344,8 @@ def overlay_text(fit: Fit, use: str = "", engine: str | None = None,
             continue
         value, unit_text = fit.values[t.cell], fit.units[t.cell]
         shown = f'"{value:.4g} {unit_text}"' if unit_text else f"{value:.4g}"
-        lines.append(f"{f'{t.cell} = {shown}':<34}  # {t.doc}")
+        why = f"held: engines/{fit.engine}.toml documents it" if t.cell in fit.held else t.doc
+        lines.append(f"{f'{t.cell} = {shown}':<34}  # {why}")
     return "\n".join(lines) + "\n"
 
 

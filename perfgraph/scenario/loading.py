@@ -45,7 +45,7 @@ SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "e
 #: The serving engine whose memory rule and scheduling defaults apply (``--engine``).
 DEFAULT_ENGINE = "vllm"
 ENGINES_DIR = Path(__file__).resolve().parent / "engines"
-ENGINE_KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases")
+ENGINE_KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "realistic")
 CALIBRATION_KEYS = ("name", "doc", "values", "cells", "profile")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
