@@ -9,11 +9,17 @@ Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANC
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
 What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run-1.sh):
-- TP8: one node, ``--enable-prefix-caching``, vLLM 0.8.3's V1 engine (max_num_batched_tokens
-  8192 for the OpenAI server, the engine file's default);
+- TP8: one node, ``--enable-prefix-caching``, vLLM 0.8.3's V1 engine: no
+  ``--max-num-batched-tokens`` in the manifest, so V1's usage-context default for the OpenAI
+  server on a GPU that is not an H100/H200 (and under 70 GiB, and A100s in any case), 2048
+  tokens, max_num_seqs 256 (vllm/engine/arg_utils.py ``_set_default_args_v1``; its test
+  ``test_defaults_with_usage_context``). With every prompt but the first run's cached the
+  budget does not bind (200 prompts need ~1,800 uncached tokens);
 - TP4 × PP2: two nodes, the log says "Falling back to V0" and "Chunked prefill is enabled with
   max_num_batched_tokens=2048"; V0 runs one scheduler per stage (virtual engines), so the
-  pipeline is in steady state (``pp_steady_state``, two microbatches);
+  pipeline is in steady state (``pp_steady_state``, two microbatches); the LWS manifest puts
+  each stage on its own node (``pp_across_nodes``: the stage-to-stage sends go over the
+  InfiniBand NIC, ``pp_handoff_time``);
 - prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every
   run, one run after another on one server (its log: started once, then 01, 04, 16, inf).
   Hits are whole prompts (``prefix_hit_whole``: a cached prompt reuses its full 16-token
@@ -52,9 +58,10 @@ from perfgraph.scenario.loading import ScenarioSpec, parse_set
 from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
 
 ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
-CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=8192 token"]),
+CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=2048 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
-                                         "microbatches=2", "pp_steady_state=true"])}
+                                         "microbatches=2", "pp_steady_state=true",
+                                         "pp_across_nodes=true"])}
 #: folders replayed with another's configuration (04 repeats 03's server command)
 REPEATS = {"04_tp4_pp2_IB": "03_tp4_pp2_IB"}
 RATES = ("01", "04", "16", "inf")

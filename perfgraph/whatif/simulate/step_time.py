@@ -30,6 +30,10 @@ attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_effic
 efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
 pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining each step, max(m, pp)
 pp_step_stages          in steady state); KV bytes split over ``m``
+pp_handoff_latency,     pp − 1 stage-to-stage sends a step: ``(pp − 1) × (latency + tokens ÷ m ×
+pp_handoff_bytes_per_   bytes ÷ pp_handoff_bandwidth)`` (the sheet's pp_handoff_time over the
+token, pp_handoff_      step's own tokens; a prefill-only step sends its tokens whole, as
+bandwidth               prefill_pp_handoff_time)
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
@@ -86,6 +90,8 @@ class StepModel:
     comm_per_decode: float  # per decode sequence (exposed share)
     prefill_comm_per_token: float
     ttft_overhead: float
+    handoff_latency: float = 0.0  # (pp − 1) stage-to-stage sends' fixed cost per step
+    handoff_per_token: float = 0.0  # (pp − 1) × bytes per token ÷ bandwidth
     #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
     weight_table: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
@@ -118,6 +124,7 @@ class StepModel:
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
             ttft_overhead=m("ttft_overhead", "s"),
+            **_handoff(sheet),
             weight_table=weight_table(sheet))
 
     def weights(self, tokens: float) -> float:
@@ -156,7 +163,8 @@ class StepModel:
             compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
             roofline = max(memory, compute)
         return (self.stages * roofline + self.overhead + decodes * self.seq_overhead
-                + self.comm_latency + self.comm_per_decode * decodes)
+                + self.comm_latency + self.comm_per_decode * decodes
+                + self._handoff((decodes + prefill) / mb))
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
         mb, pp = self.microbatches, self.pp
@@ -165,7 +173,11 @@ class StepModel:
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
         return (self.stages * max(memory, compute) + self.overhead
-                + prefill * self.prefill_comm_per_token)
+                + prefill * self.prefill_comm_per_token + self._handoff(prefill))
+
+    def _handoff(self, tokens: float) -> float:
+        """The pp − 1 stage-to-stage sends of a microbatch of ``tokens`` tokens (0 without PP)."""
+        return self.handoff_latency + tokens * self.handoff_per_token if self.pp > 1 else 0.0
 
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
         """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
@@ -186,7 +198,7 @@ class StepModel:
                 mb * pp * f)
             roofline = np.maximum(memory, compute)
         fixed = (self.overhead + decodes * self.seq_overhead + self.comm_latency
-                 + self.comm_per_decode * decodes)
+                 + self.comm_per_decode * decodes + self._handoff(decodes / mb))
         return self.stages * roofline + fixed
 
     def check(self, sheet: Sheet) -> list[str]:
@@ -203,6 +215,18 @@ class StepModel:
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
+
+
+def _handoff(sheet: Sheet) -> dict[str, float]:
+    """``handoff_latency`` and ``handoff_per_token`` from the sheet's PP handoff cells (both 0
+    without PP, or on a sheet without them)."""
+    m = sheet.magnitude
+    if "pp_handoff_time" not in sheet.names or m("pp") <= 1:
+        return {}
+    hops = m("pp") - 1
+    return {"handoff_latency": hops * m("pp_handoff_latency", "s"),
+            "handoff_per_token": hops * m("pp_handoff_bytes_per_token", "B")
+            / m("pp_handoff_bandwidth", "B/s")}
 
 
 def weight_table(sheet: Sheet) -> tuple[float, ...]:
