@@ -205,16 +205,29 @@ class StepModel:
         """Where the model disagrees with the sheet's own itl / prefill (by > 0.5%)."""
         m = sheet.magnitude
         b, isl = m("concurrency"), m("isl", "token")
-        ctx, chunk = b * m("avg_context", "token"), m("step_prefill_tokens", "token")
-        # causal pairs: a whole prompt isl² / 2; the steady chunk's tokens isl / 2 each
-        pairs = [("itl", self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2),
-                  m("itl", "s")),
+        ctx = b * m("avg_context", "token")
+        chunk, share = _chunk_steps(sheet)
+        # causal pairs: a whole prompt isl² / 2; the chunk's tokens isl / 2 each; the sheet's
+        # itl is the mean of the steps with a chunk (share) and without
+        step = share * self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2) \
+            + (1 - share) * self.time(b, 0, ctx, ctx) if share < 1 \
+            else self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2)
+        pairs = [("itl", step, m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
                   self.time(0, isl, isl, 0, isl * isl / 2),
                   m("prefill_time", "s") + m("prefill_tp_comm_time", "s"))]
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
+
+
+def _chunk_steps(sheet: Sheet) -> tuple[float, float]:
+    """The sheet's prompt tokens of a chunk-carrying decode step and the share of steps that
+    carry one (``chunk_step_tokens``, ``chunk_step_share``; every step carries
+    ``step_prefill_tokens`` on a sheet without them)."""
+    if "chunk_step_share" not in sheet.names:
+        return sheet.magnitude("step_prefill_tokens", "token"), 1.0
+    return sheet.magnitude("chunk_step_tokens", "token"), sheet.magnitude("chunk_step_share")
 
 
 def _handoff(sheet: Sheet) -> dict[str, float]:
