@@ -106,7 +106,17 @@ class _Group:
 
 
 def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
-              holdout: Sequence[MeasuredRun] = ()) -> Fit:
+              holdout: Sequence[MeasuredRun] = (), targets: Sequence[str] | None = None,
+              fixed: Mapping[str, float] | None = None) -> Fit:
+    """Fit ``targets`` (cells of TARGETS; default every one) to ``runs``, the other targets
+    at ``fixed`` (values in their declared units, e.g. a fit on more runs) or as the sheet
+    has them."""
+    chosen = tuple(t for t in TARGETS if targets is None or t.cell in targets)
+    unknown = set(targets or ()) - {t.cell for t in TARGETS}
+    if unknown or not chosen:
+        raise InputError(f"targets {sorted(unknown) or list(targets or ())}: expected some "
+                         f"of {', '.join(t.cell for t in TARGETS)}", name="targets")
+    held_at = dict(fixed or {})
     fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
     held = [c for c in compare_runs(holdout, base, levers=False) if c.error is None]
     if not fitted:
@@ -117,13 +127,13 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     groups = _groups(base, fitted, leave_out_queued=True)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
                        for m in FIT_METRICS)
-    if observations < len(TARGETS):
-        raise InputError(f"{observations} measured values cannot fix {len(TARGETS)} "
+    if observations < len(chosen):
+        raise InputError(f"{observations} measured values cannot fix {len(chosen)} "
                          "efficiency inputs: give more runs")
     units = {t.cell: groups[0].sheet.declaration(t.cell).unit for t in TARGETS}
-    best, cost = _minimise(lambda x: _residuals(groups, x), len(TARGETS))
-    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, best, strict=True)}
-    values, notes = _settled(groups, values, best)
+    best, cost = _minimise(lambda x: _residuals(groups, x, chosen, held_at), len(chosen))
+    values = {**held_at, **{t.cell: _scaled(t, u) for t, u in zip(chosen, best, strict=True)}}
+    values, notes = _settled(groups, values, best, chosen, held_at)
     held_groups = _groups(base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
@@ -138,15 +148,17 @@ def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:
     return tuple(f"{i}/{o}" for i, o in shapes)
 
 
-def _settled(groups: Sequence[_Group], values: dict[str, float],
-             x: np.ndarray) -> tuple[dict[str, float], tuple[str, ...]]:
+def _settled(groups: Sequence[_Group], values: dict[str, float], x: np.ndarray,
+             chosen: Sequence[Target] = TARGETS, fixed: Mapping[str, float] | None = None,
+             ) -> tuple[dict[str, float], tuple[str, ...]]:
     """Drop the targets the runs cannot move (left at the sheet's value); name those that
     ended on a bound."""
     notes: list[str] = []
     kept = dict(values)
-    base_cost = float(np.sum(_residuals(groups, x) ** 2))
-    for i, t in enumerate(TARGETS):
-        moved = [float(np.sum(_residuals(groups, np.where(np.arange(len(x)) == i, u, x)) ** 2))
+    base_cost = float(np.sum(_residuals(groups, x, chosen, fixed) ** 2))
+    for i, t in enumerate(chosen):
+        moved = [float(np.sum(_residuals(groups, np.where(np.arange(len(x)) == i, u, x),
+                                         chosen, fixed) ** 2))
                  for u in (0.0, 1.0)]
         if max(abs(m - base_cost) for m in moved) < 1e-9:
             del kept[t.cell]
@@ -216,8 +228,9 @@ def _log_errors(groups: Sequence[_Group], values: Mapping[str, float]) -> np.nda
     return np.concatenate(errors) if errors else np.zeros(0)
 
 
-def _residuals(groups: Sequence[_Group], x: np.ndarray) -> np.ndarray:
-    values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, x, strict=True)}
+def _residuals(groups: Sequence[_Group], x: np.ndarray, chosen: Sequence[Target] = TARGETS,
+               fixed: Mapping[str, float] | None = None) -> np.ndarray:
+    values = {**(fixed or {}), **{t.cell: _scaled(t, u) for t, u in zip(chosen, x, strict=True)}}
     return _log_errors(groups, values)
 
 
