@@ -54,3 +54,21 @@ def test_the_decode_step_and_the_simulated_step_carry_it() -> None:
     assert got == pytest.approx(step, rel=1e-9)
     # a decode-only run and a single step agree, handoff included
     assert b.decode_run(64, ctx, 1)[0] == pytest.approx(b.time(64, 0, ctx, ctx))
+
+
+@pytest.mark.parametrize("steady", ["true", "false"])
+def test_a_lone_prompt_under_pp_runs_the_stages_in_turn(steady: str) -> None:
+    """A prompt is one microbatch: alone in the engine it takes every stage in turn, the
+    sheet's prefill_time (handoff included), not 1/m of it as a batch split over m would."""
+    from perfgraph.whatif.simulate import Setup, simulate
+    from perfgraph.whatif.simulate.summary import summarise
+
+    s = sheet("pp_across_nodes=true", f"pp_steady_state={steady}")
+    model = StepModel.from_sheet(s)
+    assert model.check(s) == []
+    isl = s.magnitude("isl", "token")
+    assert model.time(0, isl, isl, 0, isl * isl / 2) == pytest.approx(
+        s.magnitude("prefill_time", "s") + s.magnitude("prefill_tp_comm_time", "s"), rel=1e-9)
+    gap = 10 * s.magnitude("e2e_latency", "s")
+    ttft = summarise(simulate(s, Setup(rate=1 / gap, cv=0.0, requests=5)), s)["latency"]["ttft"]
+    assert ttft[1]["mean"] == pytest.approx(s.magnitude("ttft", "ms"), rel=1e-3)

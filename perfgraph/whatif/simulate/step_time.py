@@ -29,7 +29,9 @@ system_bandwidth,       max(weights ÷ bandwidth, tokens' FLOPs ÷ compute), the
 attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_efficiency), its
 efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
 pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining each step, max(m, pp)
-pp_step_stages          in steady state); KV bytes split over ``m``
+pp_step_stages,         in steady state); KV bytes split over ``m``; a step of prompts alone
+pp_steady_state         fills at most one microbatch a prompt (one prompt: the pp stages in
+                        turn, the sheet's prefill_time)
 pp_handoff_latency,     pp − 1 stage-to-stage sends a step: ``(pp − 1) × (latency + tokens ÷ m ×
 pp_handoff_bytes_per_   bytes ÷ pp_handoff_bandwidth)`` (the sheet's pp_handoff_time over the
 token, pp_handoff_      step's own tokens; a prefill-only step sends its tokens whole, as
@@ -90,6 +92,7 @@ class StepModel:
     comm_per_decode: float  # per decode sequence (exposed share)
     prefill_comm_per_token: float
     ttft_overhead: float
+    steady: bool = False  # pp_steady_state: max(m, p) stage times a step, else m + p − 1
     handoff_latency: float = 0.0  # (pp − 1) stage-to-stage sends' fixed cost per step
     handoff_per_token: float = 0.0  # (pp − 1) × bytes per token ÷ bandwidth
     #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
@@ -124,6 +127,7 @@ class StepModel:
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
             ttft_overhead=m("ttft_overhead", "s"),
+            steady="pp_steady_state" in sheet.names and bool(m("pp_steady_state")),
             **_handoff(sheet),
             weight_table=weight_table(sheet))
 
@@ -139,12 +143,14 @@ class StepModel:
         return w + (t - lo) * (table[lo + 1] - w) if t > lo else w
 
     def time(self, decodes: float, prefill: float, kv_tokens: float,
-             decode_attention: float = 0.0, prefill_attention: float = 0.0) -> float:
-        """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens, ``kv_tokens`` read;
-        ``decode_attention`` is Σ context over the decodes and ``prefill_attention``
-        Σ tokens × context over the chunks (for attention's FLOPs, when switched on)."""
+             decode_attention: float = 0.0, prefill_attention: float = 0.0,
+             prompts: int = 1) -> float:
+        """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens of ``prompts``
+        prompts, ``kv_tokens`` read; ``decode_attention`` is Σ context over the decodes and
+        ``prefill_attention`` Σ tokens × context over the chunks (for attention's FLOPs,
+        when switched on)."""
         if not decodes:
-            return self._prefill_step(prefill, kv_tokens, prefill_attention)
+            return self._prefill_step(prefill, kv_tokens, prefill_attention, prompts)
         mb, pp, f = self.microbatches, self.pp, self.flops
         att_flops = decode_attention * self.attention_flops \
             + prefill_attention * self.prefill_attention_flops
@@ -166,14 +172,21 @@ class StepModel:
                 + self.comm_latency + self.comm_per_decode * decodes
                 + self._handoff((decodes + prefill) / mb))
 
-    def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
-        mb, pp = self.microbatches, self.pp
+    def _prefill_step(self, prefill: float, kv_tokens: float, attention: float,
+                      prompts: int = 1) -> float:
+        """A step of prompts alone. Under PP its prompts fill at most ``prompts``
+        microbatches (a prompt is not split over them): one prompt runs the pp stages one
+        after another, the sheet's prefill_time."""
+        pp = self.pp
+        mb = max(1.0, min(self.microbatches, float(prompts)))
+        stages = self.stages if mb == self.microbatches else (
+            max(mb, pp) if self.steady else mb + pp - 1)
         memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
             pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
-        return (self.stages * max(memory, compute) + self.overhead
-                + prefill * self.prefill_comm_per_token + self._handoff(prefill))
+        return (stages * max(memory, compute) + self.overhead
+                + prefill * self.prefill_comm_per_token + self._handoff(prefill / mb))
 
     def _handoff(self, tokens: float) -> float:
         """The pp − 1 stage-to-stage sends of a microbatch of ``tokens`` tokens (0 without PP)."""
