@@ -4,16 +4,22 @@ others held out, and hold each run's simulated p50 and p99 TTFT and TPOT (``comp
 percentiles: ``perfgraph simulate`` of the run's own requests) against what it measured.
 
 Run: PYTHONPATH=. python3 benchmarks/replay_a100_vllm.py [--fit 01,16] [--roofline]
-     [--frontend fit|fit-all|off]
+     [--frontend fit|fit-all|off] [--chunk-steps] [--per-engine]
 Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANCE.md). The
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
 What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run-1.sh):
-- TP8: one node, ``--enable-prefix-caching``, vLLM 0.8.3's V1 engine (max_num_batched_tokens
-  8192 for the OpenAI server, the engine file's default);
+- TP8: one node, ``--enable-prefix-caching``, vLLM 0.8.3's V1 engine: no
+  ``--max-num-batched-tokens`` in the manifest, so V1's usage-context default for the OpenAI
+  server on a GPU that is not an H100/H200 (and under 70 GiB, and A100s in any case), 2048
+  tokens, max_num_seqs 256 (vllm/engine/arg_utils.py ``_set_default_args_v1``; its test
+  ``test_defaults_with_usage_context``). With every prompt but the first run's cached the
+  budget does not bind (200 prompts need ~1,800 uncached tokens);
 - TP4 × PP2: two nodes, the log says "Falling back to V0" and "Chunked prefill is enabled with
   max_num_batched_tokens=2048"; V0 runs one scheduler per stage (virtual engines), so the
-  pipeline is in steady state (``pp_steady_state``, two microbatches);
+  pipeline is in steady state (``pp_steady_state``, two microbatches); the LWS manifest puts
+  each stage on its own node (``pp_across_nodes``: the stage-to-stage sends go over the
+  InfiniBand NIC, ``pp_handoff_time``);
 - prefix caching on in both, and the client sends the same 200 ShareGPT prompts in every
   run, one run after another on one server (its log: started once, then 01, 04, 16, inf).
   Hits are whole prompts (``prefix_hit_whole``: a cached prompt reuses its full 16-token
@@ -52,9 +58,10 @@ from perfgraph.scenario.loading import ScenarioSpec, parse_set
 from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
 
 ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
-CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=8192 token"]),
+CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=2048 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
-                                         "microbatches=2", "pp_steady_state=true"])}
+                                         "microbatches=2", "pp_steady_state=true",
+                                         "pp_across_nodes=true"])}
 #: folders replayed with another's configuration (04 repeats 03's server command)
 REPEATS = {"04_tp4_pp2_IB": "03_tp4_pp2_IB"}
 RATES = ("01", "04", "16", "inf")
@@ -74,8 +81,19 @@ def path(folder: str, tag: str, qps: str) -> Path:
     return ROOT / folder / name
 
 
+#: sets every sheet of the replay takes (``--chunk-steps`` adds prefill_chunk_steps=true)
+COMMON: list[str] = []
+
+
+#: configuration → its own overlay (``--per-engine``), in place of the shared one
+PER_ENGINE: dict[str, str] = {}
+
+
 def base(folder: str, calibration: str | None = None) -> Baseline:
-    sets = CONFIGS[REPEATS.get(folder, folder)][1]
+    config = REPEATS.get(folder, folder)
+    sets = CONFIGS[config][1] + COMMON
+    if calibration is not None:
+        calibration = PER_ENGINE.get(config, calibration)
     return Baseline.from_spec(ScenarioSpec(precision="bf16", calibration=calibration,
                                            sets=tuple(parse_set(s) for s in sets)))
 
@@ -88,16 +106,28 @@ def comparisons(folder: str, rates: tuple[str, ...], calibration: str | None = N
             if c.error is None]
 
 
-def fitted_overlay(fit_rates: tuple[str, ...], held_rates: tuple[str, ...]) -> tuple[str, str]:
-    """calibrate() on the fitted runs of every configuration; the overlay's path and text."""
+def fitted_overlay(fit_rates: tuple[str, ...], held_rates: tuple[str, ...],
+                   configs: tuple[str, ...] = tuple(CONFIGS), per_engine: bool = False,
+                   ) -> tuple[str, str]:
+    """calibrate() on the fitted runs of ``configs``; the overlay's path and text. With
+    ``per_engine`` (one configuration), only PER_ENGINE_TARGETS are fitted, the others held
+    at the shared fit's values (``SHARED``)."""
     fit_runs, held_runs = [], []
-    for folder, (tag, _) in CONFIGS.items():
+    for folder in configs:
+        tag = CONFIGS[folder][0]
         fit_runs += [path(folder, tag, q) for q in fit_rates]
         held_runs += [path(folder, tag, q) for q in held_rates]
     # one Baseline for the fit: the deployment-specific sets go in per configuration below
     runs = read_measured([str(p) for p in fit_runs]).runs
     held = read_measured([str(p) for p in held_runs]).runs
-    fit = calibrate(runs, base_for_fit(), holdout=held)
+    if per_engine:
+        fixed = {k: v for k, v in SHARED.items() if k not in PER_ENGINE_TARGETS}
+        fit = calibrate(runs, base_for_fit(), holdout=held, targets=PER_ENGINE_TARGETS,
+                        fixed=fixed)
+    else:
+        fit = calibrate(runs, base_for_fit(), holdout=held)
+        SHARED.clear()
+        SHARED.update(fit.values)
     text = overlay_text(fit, engine="vllm", engine_version="0.8.3",
                         held_out_note="A100 replay, rates " + ", ".join(held_rates))
     out = Path(tempfile.mkdtemp()) / "a100-40gb.vllm.toml"
@@ -105,10 +135,19 @@ def fitted_overlay(fit_rates: tuple[str, ...], held_rates: tuple[str, ...]) -> t
     return str(out), text
 
 
+#: the shared fit's values (set by fitted_overlay), and what --per-engine refits per engine
+#: generation: V0 detokenizes and builds every request's output inside the engine step
+#: (vllm/engine/llm_engine.py _process_model_outputs), V1 in the API-server process beside
+#: the engine core (vllm/v1/engine/output_processor.py in AsyncLLM), so the per-sequence
+#: step cost differs between the two
+SHARED: dict[str, float] = {}
+PER_ENGINE_TARGETS = ("seq_step_overhead",)
+
+
 def base_for_fit() -> Baseline:
+    sets = ["pp_steady_state=true", "microbatches=2"] + COMMON
     return Baseline.from_spec(ScenarioSpec(precision="bf16",
-                                           sets=(parse_set("pp_steady_state=true"),
-                                                 parse_set("microbatches=2"))))
+                                           sets=tuple(parse_set(s) for s in sets)))
 
 
 def pp_lifetime_hits(folder: str = "03_tp4_pp2_IB") -> list[float]:
@@ -189,7 +228,15 @@ def main() -> None:
     parser.add_argument("--frontend", choices=("fit", "fit-all", "off"), default="fit",
                         help="the API server's per-request time, fitted on the V0 repeat's "
                              "burst, for the V0 runs (fit), every run (fit-all) or none")
+    parser.add_argument("--chunk-steps", action="store_true",
+                        help="fit and replay with the sheet's prefill_chunk_steps on (the "
+                             "steps that carry prompt chunks timed at their size)")
+    parser.add_argument("--per-engine", action="store_true",
+                        help="refit seq_step_overhead per engine generation (V1: TP8, V0: "
+                             "PP) on its own fitted runs, the rest held at the shared fit")
     args = parser.parse_args()
+    if args.chunk_steps:
+        COMMON.append("prefill_chunk_steps=true")
     fit_rates = tuple(args.fit.split(","))
     print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
         f"{k} " + ", ".join(f"{100 * h:.0f}%" for h in v) for k, v in hit_rates().items())
@@ -204,6 +251,14 @@ def main() -> None:
     overlay, text = fitted_overlay(fit_rates, held_rates)
     print("Fitted overlay (perfgraph calibrate):\n\n```toml")
     print(text.rstrip() + "\n```\n")
+    if args.per_engine:
+        for folder in CONFIGS:
+            PER_ENGINE[folder], mine = fitted_overlay(fit_rates, held_rates, (folder,), True)
+            print(f"{folder}'s own " + "; ".join(line.split("#")[0].strip() for line in
+                  mine.splitlines() if line.split("=")[0].strip() in PER_ENGINE_TARGETS)
+                  + "; " + "; ".join(line.lstrip("# ") for line in mine.splitlines()
+                                     if line.startswith("# Note")))
+        print()
     frontend = 0.0
     if args.frontend != "off":
         frontend, p = fitted_frontend(overlay)

@@ -14,11 +14,11 @@ compares the model's TTFT, TPOT and throughput with each run's, like for like
 (``scipy.optimize.least_squares``, trust-region reflective, from several starts): the sum over
 runs and metrics of (log model − log measured)².  The structure includes closed-loop
 queueing (prefills behind each other, users whose KV does not fit waiting); TTFTs of runs
-whose requests queued for seconds (the ``queued`` finding) are still left out of the fit, as
-the steady-state queue terms do not model a benchmark's ramp (fitting them too measured
-worse held out: 8k/1k → 1k/1k TTFT 125% → 130%), and are held out like any other.  A target the runs
-cannot move (TP communication when every run is TP = 1) is left at the sheet's value and
-named; one that ends on a bound is named too.
+whose requests queued for seconds (the ``queued`` finding) are left out of the fit (the
+steady-state queue terms do not model a benchmark's ramp) and held out like any other.  What
+the runs' engine file documents (``[realistic]``: vLLM's all-reduces are never overlapped) is
+held, not fitted; a target the runs cannot move (TP communication when every run is TP = 1)
+is left at the sheet's value; each is named, as is one that ends on a bound.
 
 The error reported per metric is the median and the 90th percentile of
 |model − measured| / measured over the runs that have the metric, before (the sheet as
@@ -109,7 +109,16 @@ class _Group:
 
 
 def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
-              holdout: Sequence[MeasuredRun] = ()) -> Fit:
+              holdout: Sequence[MeasuredRun] = (), targets: Sequence[str] | None = None,
+              fixed: Mapping[str, float] | None = None) -> Fit:
+    """Fit ``targets`` (cells of TARGETS; default all) to ``runs``, the others held at
+    ``fixed`` (declared units), at the engine file's [realistic] or as the sheet has them."""
+    chosen = tuple(t for t in TARGETS if targets is None or t.cell in targets)
+    unknown = set(targets or ()) - {t.cell for t in TARGETS}
+    if unknown or not chosen:
+        raise InputError(f"targets {sorted(unknown) or list(targets or ())}: expected some "
+                         f"of {', '.join(t.cell for t in TARGETS)}", name="targets")
+    held_at = dict(fixed or {})
     fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
     held = [c for c in compare_runs(holdout, base, levers=False) if c.error is None]
     if not fitted:
@@ -118,8 +127,9 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
     groups = _groups(base, fitted, leave_out_queued=True)
-    engine, fixed = _documented(fitted, base)
-    targets = tuple(t for t in TARGETS if t.cell not in fixed)
+    engine, documented = _documented(fitted, base)
+    fixed = {**documented, **held_at}
+    targets = tuple(t for t in chosen if t.cell not in fixed)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
                        for m in FIT_METRICS)
     if observations < len(targets):
@@ -129,19 +139,19 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     best, cost = _minimise(lambda x: _residuals(groups, x, targets, fixed), len(targets))
     values, notes = _settled(groups, best, targets, fixed)
     notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
-                   for c, v in fixed.items())
+                   for c, v in documented.items() if c not in held_at)
     held_groups = _groups(base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
                tuple(fitted), tuple(held), excluded,
-               math.sqrt(cost / observations), notes, _workloads(fitted), fixed, engine)
+               math.sqrt(cost / observations), notes, _workloads(fitted),
+               {c: v for c, v in documented.items() if c not in held_at}, engine)
 
 
 def _documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, dict]:
-    """The targets the runs' engine documents (its file's ``[realistic]`` table: vLLM's TP
-    all-reduces are never overlapped), held rather than fitted; none when the runs mix
-    engines."""
+    """The targets the runs' engine file documents (``[realistic]``), held rather than
+    fitted; none when the runs mix engines."""
     engines = {c.setup.engine or base.engine for c in runs}
     if len(engines) != 1:
         return None, {}
@@ -149,15 +159,13 @@ def _documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None,
     table = engine_entry(engine).table("realistic")
     unknown = sorted(set(table) - {t.cell for t in TARGETS})
     if unknown:
-        raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}, "
-                         f"which calibration does not fit (it fits: "
-                         f"{', '.join(t.cell for t in TARGETS)})", name=unknown[0])
+        raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}: "
+                         f"expected some of {', '.join(t.cell for t in TARGETS)}", name=unknown[0])
     return engine, {k: float(v) for k, v in table.items()}
 
 
 def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:
-    """Each run's workload as its benchmark named it (the configured ISL/OSL: a run drawn at
-    random lengths is modelled at their mean, but it is the 1k/1k workload)."""
+    """Each run's workload as its benchmark named it (configured ISL/OSL, not modelled)."""
     shapes = sorted({(round(i), round(o)) for c in runs
                      for i, o in [(c.run.isl_configured or c.setup.isl,
                                    c.run.osl_configured or c.setup.osl)]

@@ -158,7 +158,7 @@ class Engine:
             p += c
             kv += done[i] + c
             att += c * done[i] + c * c / 2  # causal: each token attends to those before it
-        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att)
+        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att, len(chunks))
         self.now += dt
         firsts = self._apply(chunks)
         if d:

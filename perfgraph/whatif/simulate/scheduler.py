@@ -1,17 +1,24 @@
 """How an engine fills a step, as data the loop reads (``--scheduler``).
 
 - ``vllm`` (v1): running decodes first, then prefill chunks in the same step (chunked
-  prefill). The chunk a step carries beside decodes is the sheet's ``chunk_size`` (the
-  decodes' spare compute, threshold − B, or what it is pinned to); a step with no decodes
-  takes up to ``max_context`` prompt tokens (a lone prompt prefills whole, as the sheet's
-  ``ttft`` has it). ``--token-budget N`` makes it vLLM's fixed ``max_num_batched_tokens``:
-  N tokens a step, decodes included. With the sheet's ``chunked_prefill`` off, prompts
-  prefill whole in steps of their own, before the decodes (vLLM V0).
+  prefill), up to a fixed token budget, decodes included: the sheet's
+  ``max_num_batched_tokens`` wherever the sheet models the engine's chunking
+  (``prefill_rides_decode_step``, the realistic terms: vLLM's scheduler takes the running
+  requests' tokens first, then waiting prompts' chunks until the budget is spent, and the
+  sheet's ``ttft_prefill_chunks`` counts chunks the same way), or ``--token-budget N``.
+  In the seed's idealised scheduler (the roofline, ``prefill_rides_decode_step`` off) the
+  chunk a step carries beside decodes is the sheet's ``chunk_size`` (the decodes' spare
+  compute, threshold − B, or what it is pinned to), and a step with no decodes takes up to
+  ``max_context`` prompt tokens (a lone prompt prefills whole, as the sheet's ``ttft`` has
+  it). With the sheet's ``chunked_prefill`` off, prompts prefill whole in steps of their
+  own, before the decodes (vLLM V0).
 - ``sglang``: prefill batches and decode batches apart, prefill first (SGLang's default,
-  no mixed chunks), up to ``chunked-prefill-size`` tokens (``--token-budget``, else
-  ``max_context``) a prefill batch.
+  no mixed chunks), up to ``chunked-prefill-size`` tokens (``--token-budget``, else the
+  sheet's ``max_num_batched_tokens`` under the realistic terms, else ``max_context``) a
+  prefill batch.
 - ``trtllm``: in-flight batching with a fixed ``max_num_tokens`` budget, decodes included
-  (``--token-budget``, else concurrency + chunk_size), context chunking on.
+  (``--token-budget``, else the sheet's ``max_num_batched_tokens`` under the realistic
+  terms, else concurrency + chunk_size), context chunking on.
 - ``static``: a batch of up to ``max_num_seqs`` requests is prefilled whole, then decoded
   until its last request ends; the next batch starts only then.
 
@@ -55,7 +62,7 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
                          f"--max-num-seqs) must be at least 1", name="--max-num-seqs")
     chunk = max(1, math.ceil(m("chunk_size", "token")))
     context = max(1, math.ceil(m("max_context", "token")))
-    budget = token_budget or 0
+    budget = token_budget or _engine_budget(sheet)
     chunked = bool(m("chunked_prefill"))
     if name == "vllm":
         return Policy(name, chunked, chunked, False, chunk, budget or context,
@@ -65,3 +72,15 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     if name == "trtllm":
         return Policy(name, True, True, False, 0, 0, budget or seqs + chunk, seqs)
     return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs)
+
+
+def _engine_budget(sheet: Sheet) -> int:
+    """The engine's own token budget, ``max_num_batched_tokens``, where the sheet models the
+    engine's chunking (``prefill_rides_decode_step``: its ``ttft_prefill_chunks`` split a
+    prompt by that budget, less the running decodes); 0 in the seed's idealised scheduler,
+    whose chunk is ``chunk_size`` (threshold − B) beside decodes."""
+    names = sheet.names
+    if "prefill_rides_decode_step" not in names or "max_num_batched_tokens" not in names \
+            or not sheet.magnitude("prefill_rides_decode_step"):
+        return 0
+    return max(1, math.floor(sheet.magnitude("max_num_batched_tokens", "token")))

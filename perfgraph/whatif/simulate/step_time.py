@@ -29,7 +29,13 @@ system_bandwidth,       max(weights ÷ bandwidth, tokens' FLOPs ÷ compute), the
 attention_bandwidth_    max(KV ÷ (system_bandwidth × attention_bandwidth_efficiency), its
 efficiency              FLOPs ÷ compute) plus the chunks' attention FLOPs (step_*_time)
 pp, pp_microbatches,    ``pp_step_stages × roofline`` (m + pp − 1 draining each step, max(m, pp)
-pp_step_stages          in steady state); KV bytes split over ``m``
+pp_step_stages,         in steady state); KV bytes split over ``m``; a step of prompts alone
+pp_steady_state         fills at most one microbatch a prompt (one prompt: the pp stages in
+                        turn, the sheet's prefill_time)
+pp_handoff_latency,     pp − 1 stage-to-stage sends a step: ``(pp − 1) × (latency + tokens ÷ m ×
+pp_handoff_bytes_per_   bytes ÷ pp_handoff_bandwidth)`` (the sheet's pp_handoff_time over the
+token, pp_handoff_      step's own tokens; a prefill-only step sends its tokens whole, as
+bandwidth               prefill_pp_handoff_time)
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
 activation_bytes_per_   the activation kernels every TP rank runs in full: per token of the
@@ -90,6 +96,9 @@ class StepModel:
     prefill_comm_per_token: float
     ttft_overhead: float
     activation: float = 0.0  # s per token in the activation kernels TP does not split
+    steady: bool = False  # pp_steady_state: max(m, p) stage times a step, else m + p − 1
+    handoff_latency: float = 0.0  # (pp − 1) stage-to-stage sends' fixed cost per step
+    handoff_per_token: float = 0.0  # (pp − 1) × bytes per token ÷ bandwidth
     #: weight bytes of a step of T tokens, T = 0 … WEIGHT_TABLE_TOKENS (the sheet's formula)
     weight_table: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
@@ -125,6 +134,8 @@ class StepModel:
             activation=m("activation_bytes_per_token", "B/token")
             / (m("hbm_bandwidth", "B/s") * m("bandwidth_efficiency"))
             if "activation_bytes_per_token" in sheet.names else 0.0,
+            steady="pp_steady_state" in sheet.names and bool(m("pp_steady_state")),
+            **_handoff(sheet),
             weight_table=weight_table(sheet))
 
     def weights(self, tokens: float) -> float:
@@ -139,12 +150,14 @@ class StepModel:
         return w + (t - lo) * (table[lo + 1] - w) if t > lo else w
 
     def time(self, decodes: float, prefill: float, kv_tokens: float,
-             decode_attention: float = 0.0, prefill_attention: float = 0.0) -> float:
-        """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens, ``kv_tokens`` read;
-        ``decode_attention`` is Σ context over the decodes and ``prefill_attention``
-        Σ tokens × context over the chunks (for attention's FLOPs, when switched on)."""
+             decode_attention: float = 0.0, prefill_attention: float = 0.0,
+             prompts: int = 1) -> float:
+        """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens of ``prompts``
+        prompts, ``kv_tokens`` read; ``decode_attention`` is Σ context over the decodes and
+        ``prefill_attention`` Σ tokens × context over the chunks (for attention's FLOPs,
+        when switched on)."""
         if not decodes:
-            return self._prefill_step(prefill, kv_tokens, prefill_attention)
+            return self._prefill_step(prefill, kv_tokens, prefill_attention, prompts)
         mb, pp, f = self.microbatches, self.pp, self.flops
         att_flops = decode_attention * self.attention_flops \
             + prefill_attention * self.prefill_attention_flops
@@ -163,16 +176,29 @@ class StepModel:
             compute = ((decodes + prefill) * self.flops_per_token + att_flops) / (mb * pp * f)
             roofline = max(memory, compute)
         return (self.stages * roofline + self.overhead + decodes * self.seq_overhead
-                + self.comm_latency + self.comm_per_decode * decodes)
+                + self.comm_latency + self.comm_per_decode * decodes
+                + self._handoff((decodes + prefill) / mb))
 
-    def _prefill_step(self, prefill: float, kv_tokens: float, attention: float) -> float:
-        mb, pp = self.microbatches, self.pp
+    def _prefill_step(self, prefill: float, kv_tokens: float, attention: float,
+                      prompts: int = 1) -> float:
+        """A step of prompts alone. Under PP its prompts fill at most ``prompts``
+        microbatches (a prompt is not split over them): one prompt runs the pp stages one
+        after another, the sheet's prefill_time."""
+        pp = self.pp
+        mb = max(1.0, min(self.microbatches, float(prompts)))
+        stages = self.stages if mb == self.microbatches else (
+            max(mb, pp) if self.steady else mb + pp - 1)
         memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
             pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
-        return (self.stages * max(memory, compute) + self.overhead
-                + prefill * (self.prefill_comm_per_token + self.activation))
+        return (stages * max(memory, compute) + self.overhead
+                + prefill * (self.prefill_comm_per_token + self.activation)
+                + self._handoff(prefill / mb))
+
+    def _handoff(self, tokens: float) -> float:
+        """The pp − 1 stage-to-stage sends of a microbatch of ``tokens`` tokens (0 without PP)."""
+        return self.handoff_latency + tokens * self.handoff_per_token if self.pp > 1 else 0.0
 
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
         """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
@@ -193,17 +219,21 @@ class StepModel:
                 mb * pp * f)
             roofline = np.maximum(memory, compute)
         fixed = (self.overhead + decodes * self.seq_overhead + self.comm_latency
-                 + self.comm_per_decode * decodes)
+                 + self.comm_per_decode * decodes + self._handoff(decodes / mb))
         return self.stages * roofline + fixed
 
     def check(self, sheet: Sheet) -> list[str]:
         """Where the model disagrees with the sheet's own itl / prefill (by > 0.5%)."""
         m = sheet.magnitude
         b, isl = m("concurrency"), m("isl", "token")
-        ctx, chunk = b * m("avg_context", "token"), m("step_prefill_tokens", "token")
-        # causal pairs: a whole prompt isl² / 2; the steady chunk's tokens isl / 2 each
-        pairs = [("itl", self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2),
-                  m("itl", "s")),
+        ctx = b * m("avg_context", "token")
+        chunk, share = _chunk_steps(sheet)
+        # causal pairs: a whole prompt isl² / 2; the chunk's tokens isl / 2 each; the sheet's
+        # itl is the mean of the steps with a chunk (share) and without
+        step = share * self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2) \
+            + (1 - share) * self.time(b, 0, ctx, ctx) if share < 1 \
+            else self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2)
+        pairs = [("itl", step, m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
                   self.time(0, isl, isl, 0, isl * isl / 2),
                   m("prefill_time", "s") + m("prefill_tp_comm_time", "s")
@@ -211,6 +241,27 @@ class StepModel:
         return [f"the step model gives {name} = {got * 1e3:.4g} ms, the sheet "
                 f"{want * 1e3:.4g} ms (a pinned cell the model does not read?)"
                 for name, got, want in pairs if abs(got / want - 1) > 0.005]
+
+
+def _chunk_steps(sheet: Sheet) -> tuple[float, float]:
+    """The sheet's prompt tokens of a chunk-carrying decode step and the share of steps that
+    carry one (``chunk_step_tokens``, ``chunk_step_share``; every step carries
+    ``step_prefill_tokens`` on a sheet without them)."""
+    if "chunk_step_share" not in sheet.names:
+        return sheet.magnitude("step_prefill_tokens", "token"), 1.0
+    return sheet.magnitude("chunk_step_tokens", "token"), sheet.magnitude("chunk_step_share")
+
+
+def _handoff(sheet: Sheet) -> dict[str, float]:
+    """``handoff_latency`` and ``handoff_per_token`` from the sheet's PP handoff cells (both 0
+    without PP, or on a sheet without them)."""
+    m = sheet.magnitude
+    if "pp_handoff_time" not in sheet.names or m("pp") <= 1:
+        return {}
+    hops = m("pp") - 1
+    return {"handoff_latency": hops * m("pp_handoff_latency", "s"),
+            "handoff_per_token": hops * m("pp_handoff_bytes_per_token", "B")
+            / m("pp_handoff_bandwidth", "B/s")}
 
 
 def weight_table(sheet: Sheet) -> tuple[float, ...]:

@@ -1,0 +1,44 @@
+"""calibrate(..., targets=, fixed=): fit some targets with the others held (a per-engine
+refit of one term on top of a shared fit), and refuse targets it does not know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfgraph.errors import InputError
+from perfgraph.measured.adapters import read_runs
+from perfgraph.measured.calibrate import TARGETS, calibrate
+from perfgraph.measured.setup import Baseline
+from perfgraph.scenario.loading import ScenarioSpec
+
+H100_1K = Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8" / \
+    "1k1k" / "H100.json"
+#: the shipped H100 vLLM profile's values (perfgraph/scenario/profiles/h100-sxm.vllm.toml)
+HELD = {"bandwidth_efficiency": 1.0, "attention_bandwidth_efficiency": 0.5,
+        "compute_efficiency": 0.4468, "prefill_compute_efficiency": 0.6458,
+        "step_overhead": 5.672, "ttft_overhead": 11.01, "tp_comm_exposed": 1.0,
+        "link_efficiency": 0.4582}
+
+
+def test_one_target_refitted_the_others_held() -> None:
+    runs = read_runs(H100_1K).runs
+    fit = calibrate(runs, Baseline.from_spec(ScenarioSpec()), targets=("seq_step_overhead",),
+                    fixed=HELD)
+    assert {k: fit.values[k] for k in HELD} == HELD  # held exactly
+    seq = fit.values["seq_step_overhead"]
+    assert 0 <= seq <= 200  # within its bounds (µs)
+    # a second free term can only fit as well or better
+    held = {k: v for k, v in HELD.items() if k != "ttft_overhead"}
+    two = calibrate(runs, Baseline.from_spec(ScenarioSpec()),
+                    targets=("seq_step_overhead", "ttft_overhead"), fixed=held)
+    assert {k: two.values[k] for k in held} == held
+    assert two.residual <= fit.residual + 1e-9
+
+
+def test_an_unknown_target_is_refused() -> None:
+    with pytest.raises(InputError, match="expected some of"):
+        calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
+                  targets=("seq_overhead",))
+    assert len(TARGETS) == 9

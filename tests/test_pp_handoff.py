@@ -1,0 +1,74 @@
+"""The pipeline's stage-to-stage sends (``pp_handoff_time``, ``prefill_pp_handoff_time``):
+each TP rank sends its 1/tp slice of a microbatch's hidden states and residual to the next
+stage, over the NIC when the stages sit on different nodes; the sheet's decode step and
+prefill, and the simulator's steps, carry them. By hand for the A100 PP runs' deployment
+(Llama-3.3-70B BF16, TP4 × PP2 on two nodes, 25 GB/s HDR NIC per GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
+from perfgraph.whatif.simulate.step_time import StepModel
+
+SETS = ("tp=4", "pp=2", "microbatches=2", "pp_steady_state=true", "concurrency=64")
+
+
+def sheet(*extra: str):  # noqa: ANN201
+    return load(ScenarioSpec(model="llama-3.3-70b", hardware="a100-40gb", precision="bf16",
+                             sets=tuple(parse_set(s) for s in SETS + extra))).sheet
+
+
+def test_the_handoff_by_hand() -> None:
+    s = sheet("pp_across_nodes=true")
+    per_token = 2 * 8192 * 2 / 4  # hidden + residual, d_model 8192, BF16, a quarter per rank
+    assert s.magnitude("pp_handoff_bytes_per_token", "B") == per_token
+    assert s.magnitude("pp_handoff_bandwidth", "GB/s") == 25  # the NIC
+    latency = s.magnitude("collective_latency", "s")
+    # 64 decodes in 2 microbatches of 32, one stage boundary
+    assert s.magnitude("pp_handoff_time", "s") == pytest.approx(latency + 32 * per_token / 25e9)
+    isl = s.magnitude("isl", "token")
+    assert s.magnitude("prefill_pp_handoff_time", "s") == pytest.approx(
+        latency + isl * per_token / 25e9)
+
+
+def test_inside_a_node_the_link_carries_it_and_without_pp_nothing() -> None:
+    s = sheet()  # tp × pp = 8 fits one NVLink domain of 8
+    assert not s.magnitude("pp_across_nodes")
+    assert s.magnitude("pp_handoff_bandwidth", "GB/s") == s.magnitude("link_bandwidth",
+                                                                       "GB/s") / 2
+    alone = load(ScenarioSpec(model="llama-3.3-70b", hardware="a100-40gb",
+                              precision="bf16")).sheet
+    assert alone.magnitude("pp_handoff_time", "s") == 0
+    assert alone.magnitude("prefill_pp_handoff_time", "s") == 0
+
+
+def test_the_decode_step_and_the_simulated_step_carry_it() -> None:
+    near, far = sheet(), sheet("pp_across_nodes=true")
+    step = far.magnitude("decode_step_time", "s") - near.magnitude("decode_step_time", "s")
+    assert step == pytest.approx(far.magnitude("pp_handoff_time", "s")
+                                 - near.magnitude("pp_handoff_time", "s"))
+    a, b = StepModel.from_sheet(near), StepModel.from_sheet(far)
+    ctx = 64 * 1536
+    got = b.time(64, 0, ctx, ctx) - a.time(64, 0, ctx, ctx)
+    assert got == pytest.approx(step, rel=1e-9)
+    # a decode-only run and a single step agree, handoff included
+    assert b.decode_run(64, ctx, 1)[0] == pytest.approx(b.time(64, 0, ctx, ctx))
+
+
+@pytest.mark.parametrize("steady", ["true", "false"])
+def test_a_lone_prompt_under_pp_runs_the_stages_in_turn(steady: str) -> None:
+    """A prompt is one microbatch: alone in the engine it takes every stage in turn, the
+    sheet's prefill_time (handoff included), not 1/m of it as a batch split over m would."""
+    from perfgraph.whatif.simulate import Setup, simulate
+    from perfgraph.whatif.simulate.summary import summarise
+
+    s = sheet("pp_across_nodes=true", f"pp_steady_state={steady}")
+    model = StepModel.from_sheet(s)
+    assert model.check(s) == []
+    isl = s.magnitude("isl", "token")
+    assert model.time(0, isl, isl, 0, isl * isl / 2) == pytest.approx(
+        s.magnitude("prefill_time", "s") + s.magnitude("prefill_tp_comm_time", "s"), rel=1e-9)
+    gap = 10 * s.magnitude("e2e_latency", "s")
+    ttft = summarise(simulate(s, Setup(rate=1 / gap, cv=0.0, requests=5)), s)["latency"]["ttft"]
+    assert ttft[1]["mean"] == pytest.approx(s.magnitude("ttft", "ms"), rel=1e-3)

@@ -1,0 +1,91 @@
+"""The simulator's token budget: where the sheet models the engine's chunking (the realistic
+terms, ``prefill_rides_decode_step``), a step carries the running decodes and then prompt
+chunks up to ``max_num_batched_tokens``, as vLLM's scheduler fills it and as the sheet's
+``ttft_prefill_chunks`` counts; in the seed's idealised scheduler it keeps ``chunk_size``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
+from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.scheduler import policy
+from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.summary import summarise
+
+H100_8K = ScenarioSpec(model="llama-3.3-70b", hardware="h100-sxm", precision="fp8",
+                       workload="long-prompt-8k1k", calibration="auto",
+                       sets=(parse_set("tp=4"), parse_set("concurrency=8")))
+
+
+def test_the_budget_is_the_engines_under_the_realistic_terms() -> None:
+    sheet = load(H100_8K).sheet
+    assert sheet.magnitude("prefill_rides_decode_step")
+    pol = policy("vllm", sheet, None, 8)
+    assert pol.fixed == 8192 and pol.prefill_budget(8) == 8184  # decodes first
+    assert policy("vllm", sheet, 2048, 8).fixed == 2048  # --token-budget still wins
+    roofline = load(ScenarioSpec()).sheet  # the seed's scheduler: threshold − B beside decodes
+    assert not roofline.magnitude("prefill_rides_decode_step")
+    seed = policy("vllm", roofline, None, 64)
+    assert seed.fixed == 0
+    assert seed.with_decodes == math.ceil(roofline.magnitude("chunk_size", "token"))
+
+
+def test_an_8k_prompt_in_a_closed_loop_takes_the_sheets_two_chunks() -> None:
+    """8 users of 8k/1k at TP4: a prompt's first chunk is 8192 − 8 decodes = 8184 tokens, its
+    second the last 8 (the sheet's ttft_prefill_chunks = 2); a user's request arrives as its
+    last one ends, at a step boundary, so the median TTFT is those two steps plus the fixed
+    TTFT cost, by hand from the step model."""
+    sheet = load(H100_8K).sheet
+    assert sheet.magnitude("ttft_prefill_chunks") == 2
+    model = StepModel.from_sheet(sheet)
+    b, isl, osl = 8, 8192, 1024
+    ctx = b * (isl + osl / 2)  # the decoders' KV, mid-way through their outputs
+    first = model.time(b, isl - b, ctx + isl - b, ctx, (isl - b) ** 2 / 2)
+    second = model.time(b, b, ctx + isl, ctx, b * (isl - b) + b * b / 2)
+    s = summarise(simulate(sheet, Setup(users=8, requests=200)), sheet)
+    ttft = s["latency"]["ttft"][1]
+    assert ttft["p50"] == pytest.approx(1e3 * (first + second + model.ttft_overhead), rel=0.01)
+    # every other user's first chunk stalls this user's decodes once per request
+    plain = model.time(b, 0, ctx, ctx)
+    tpot = plain + (b - 1) / (osl - 1) * (first - plain + second - plain)
+    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(1e3 * tpot, rel=0.01)  # ms
+
+
+@pytest.mark.parametrize("spec", [
+    ScenarioSpec(model="llama-3.3-70b", hardware="h100-sxm", precision="fp8",
+                 workload="long-prompt-8k1k", calibration="auto",
+                 sets=(parse_set("tp=4"), parse_set("concurrency=8"),
+                       parse_set("prefill_chunk_steps=true"))),
+    ScenarioSpec(calibration="auto", sets=(parse_set("prefill_chunk_steps=true"),)),
+], ids=["8k1k-tp4-8users", "1k1k-tp2-64users"])
+def test_with_chunk_steps_the_sheet_agrees_with_the_simulation(spec: ScenarioSpec) -> None:
+    """prefill_chunk_steps: the sheet times the steps that carry a prompt's chunks at the
+    chunk's size, as the simulated engine fills them; its throughput and itl then agree
+    with the closed loop's within 3% (with the even spread they part by 12–16%)."""
+    sheet = load(spec).sheet
+    s = summarise(simulate(sheet, Setup(users=int(sheet.magnitude("concurrency")),
+                                        requests=400)), sheet)
+    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
+    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.03)
+    assert StepModel.from_sheet(sheet).check(sheet) == []
+
+
+def test_chunk_steps_by_hand() -> None:
+    """8 users, 8k/1k, budget 8192: each of the 7 other users' prompts takes 2 chunk steps
+    per 1024 decode steps, of 4096 tokens on average; one user alone sees none."""
+    sets = H100_8K.sets + (parse_set("prefill_chunk_steps=true"),)
+    sheet = load(replace(H100_8K, sets=sets)).sheet
+    assert sheet.magnitude("chunk_step_share") == pytest.approx(7 * 2 / 1024)
+    assert sheet.magnitude("chunk_step_tokens", "token") == 4096
+    alone = load(replace(H100_8K, sets=sets + (parse_set("concurrency=1"),))).sheet
+    assert alone.magnitude("chunk_step_share") == 0
+    assert alone.magnitude("decode_step_time", "s") == pytest.approx(
+        alone.magnitude("pp_step_stages") * alone.magnitude("plain_step_roofline_time", "s")
+        + alone.magnitude("step_overhead", "s") + alone.magnitude("seq_overhead_step_time", "s"))
+    off = load(H100_8K).sheet  # the even spread: every step carries B × ISL ÷ OSL
+    assert off.magnitude("chunk_step_share") == 1
+    assert off.magnitude("chunk_step_tokens", "token") == 8 * 8192 / 1024
