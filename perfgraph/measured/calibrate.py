@@ -106,9 +106,13 @@ class _Group:
 
 
 def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
-              holdout: Sequence[MeasuredRun] = ()) -> Fit:
+              holdout: Sequence[MeasuredRun] = (), held_base: Baseline | None = None) -> Fit:
+    """Fit on ``runs`` (modelled from ``base``) and hold the fit against ``holdout``, modelled
+    from ``held_base`` where the held-out runs were served otherwise (another GPU's launch
+    flags), else from ``base``."""
+    held_base = held_base or base
     fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
-    held = [c for c in compare_runs(holdout, base, levers=False) if c.error is None]
+    held = [c for c in compare_runs(holdout, held_base, levers=False) if c.error is None]
     if not fitted:
         raise InputError("no run to fit: none of the given runs could be compared with the "
                          "model (run 'perfgraph compare' on them to see why)")
@@ -124,7 +128,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     best, cost = _minimise(lambda x: _residuals(groups, x), len(TARGETS))
     values = {t.cell: _scaled(t, u) for t, u in zip(TARGETS, best, strict=True)}
     values, notes = _settled(groups, values, best)
-    held_groups = _groups(base, held, leave_out_queued=False) if held else []
+    held_groups = _groups(held_base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
