@@ -46,10 +46,13 @@ SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 #: The rows span several dates whose scripts differed; these are the scripts of that commit.
 HARNESS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     # --kv-cache-dtype fp8_e4m3; --mem-fraction-static 0.82 at TP8, 0.95 at TP4;
-    # --chunked-prefill-size 32768 at TP8, 8192 at TP4
+    # --chunked-prefill-size 32768 at TP8, 8192 at TP4; --scheduler-recv-interval 30 at TP8
+    # from concurrency 16, else 10
     ("b200", "sglang"): (("kv_bytes", "1"),
                          ("kv_memory_fraction", "0.95 if tp == 4 else 0.82"),
-                         ("max_num_batched_tokens", "8192 * token if tp == 4 else 32768 * token")),
+                         ("max_num_batched_tokens", "8192 * token if tp == 4 else 32768 * token"),
+                         ("scheduler_recv_interval",
+                          "30 if tp == 8 and concurrency >= 16 else 10")),
     # KV dtype auto (BF16, the engine's rule); --mem-fraction-static 0.82;
     # --chunked-prefill-size 32768
     ("h200", "sglang"): (("kv_memory_fraction", "0.82"),
@@ -60,9 +63,11 @@ HARNESS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("b200", "trtllm"): (("kv_memory_fraction", "0.8"),),
     # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75
     ("h200", "trtllm"): (("kv_memory_fraction", "0.75"),),
-    # KV dtype auto (BF16); --mem-fraction-static 0.8; --chunked-prefill-size 196608
+    # KV dtype auto (BF16); --mem-fraction-static 0.8; --chunked-prefill-size 196608;
+    # --num-continuous-decode-steps 4 (it polls for new requests every 4 decode steps)
     ("mi355x", "sglang"): (("kv_memory_fraction", "0.8"),
-                           ("max_num_batched_tokens", "196608 * token")),
+                           ("max_num_batched_tokens", "196608 * token"),
+                           ("scheduler_recv_interval", "4")),
     # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults
     ("mi355x", "atom"): (("kv_bytes", "1"),),
 }
