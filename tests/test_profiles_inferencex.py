@@ -88,3 +88,14 @@ def test_the_b200_profile_predicts_an_h200_row_it_never_saw() -> None:
     own = compare_runs([dataclasses.replace(run)], Baseline.from_spec(
         dataclasses.replace(spec, calibration="auto")), levers=False)[0].metric("tpot")
     assert abs(own.predicted / own.measured - 1) <= 0.1
+
+
+def test_compare_names_the_profile_that_predicts_each_row(capsys) -> None:
+    assert main(["compare", str(IX), "--calibration", "auto"]) == 0
+    out = capsys.readouterr().out
+    for hardware, engine in PAIRS:
+        held = tomlfile.read(PROFILES_DIR / f"{hardware}.{engine}.toml").data["profile"]
+        assert f"predicted by calibrated: {hardware}.{engine}, {held['runs']} runs, " \
+            f"held-out error ttft {100 * held['held_out']['ttft']:.0f}%" in out
+    assert main(["compare", str(IX)]) == 0
+    assert "predicted by" not in capsys.readouterr().out  # the roofline alone
