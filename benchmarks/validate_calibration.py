@@ -44,32 +44,50 @@ SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 #: 1fc5d73cdd31c7fbdd657f3c7e5ec2180f4b0598; B200 TensorRT-LLM at
 #: 0a919c5f81cec20c030d748c813de41c8c415db1).
 #: The rows span several dates whose scripts differed; these are the scripts of that commit.
-HARNESS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+HARNESS: dict[tuple[str, str, str], tuple[tuple[str, str], ...]] = {
     # --kv-cache-dtype fp8_e4m3; --mem-fraction-static 0.82 at TP8, 0.95 at TP4;
     # --chunked-prefill-size 32768 at TP8, 8192 at TP4; --scheduler-recv-interval 30 at TP8
     # from concurrency 16, else 10
-    ("b200", "sglang"): (("kv_bytes", "1"),
-                         ("kv_memory_fraction", "0.95 if tp == 4 else 0.82"),
-                         ("max_num_batched_tokens", "8192 * token if tp == 4 else 32768 * token"),
-                         ("scheduler_recv_interval",
-                          "30 if tp == 8 and concurrency >= 16 else 10")),
+    ("b200", "sglang", "fp8"): (("kv_bytes", "1"),
+                                ("kv_memory_fraction", "0.95 if tp == 4 else 0.82"),
+                                ("max_num_batched_tokens",
+                                 "8192 * token if tp == 4 else 32768 * token"),
+                                ("scheduler_recv_interval",
+                                 "30 if tp == 8 and concurrency >= 16 else 10")),
     # KV dtype auto (BF16, the engine's rule); --mem-fraction-static 0.82;
     # --chunked-prefill-size 32768
-    ("h200", "sglang"): (("kv_memory_fraction", "0.82"),
-                         ("max_num_batched_tokens", "32768 * token")),
+    ("h200", "sglang", "fp8"): (("kv_memory_fraction", "0.82"),
+                                ("max_num_batched_tokens", "32768 * token")),
     # kv_cache_config dtype fp8 (the engine's rule for an FP8 checkpoint),
     # free_gpu_memory_fraction 0.8 (0.75 at TP4 8k/1k, one row); max_num_tokens 8192 at
     # 1k ISL, ISL + conc + 64 rounded up to 64 at 8k (8.3k: 1.5% more, not modelled)
-    ("b200", "trtllm"): (("kv_memory_fraction", "0.8"),),
+    ("b200", "trtllm", "fp8"): (("kv_memory_fraction", "0.8"),),
     # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75
-    ("h200", "trtllm"): (("kv_memory_fraction", "0.75"),),
+    ("h200", "trtllm", "fp8"): (("kv_memory_fraction", "0.75"),),
     # KV dtype auto (BF16); --mem-fraction-static 0.8; --chunked-prefill-size 196608;
     # --num-continuous-decode-steps 4 (it polls for new requests every 4 decode steps)
-    ("mi355x", "sglang"): (("kv_memory_fraction", "0.8"),
-                           ("max_num_batched_tokens", "196608 * token"),
-                           ("scheduler_recv_interval", "4")),
+    ("mi355x", "sglang", "fp8"): (("kv_memory_fraction", "0.8"),
+                                  ("max_num_batched_tokens", "196608 * token"),
+                                  ("scheduler_recv_interval", "4")),
     # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults
-    ("mi355x", "atom"): (("kv_bytes", "1"),),
+    ("mi355x", "atom", "fp8"): (("kv_bytes", "1"),),
+    # FP4 (dsr1_fp4_<gpu>[_trt|_atom].sh, same commit; TensorRT-LLM FP4 at
+    # 111f0312c13b4c3cca0dd365f6db4c017048f0d3, ATOM FP4 at
+    # c6b96dd0f880da4e11f68d2085e9ababa8d1ba63). B200 SGLang: --kv-cache-dtype fp8_e4m3,
+    # --mem-fraction-static 0.85, --chunked-prefill-size 16384,
+    # --scheduler-recv-interval 30 from 16 users, else 10
+    ("b200", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.85"),
+                                ("max_num_batched_tokens", "16384 * token"),
+                                ("scheduler_recv_interval", "30 if concurrency >= 16 else 10")),
+    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8
+    ("b200", "trtllm", "fp4"): (("kv_memory_fraction", "0.8"),),
+    # --kv-cache-dtype fp8_e4m3, --mem-fraction-static 0.8, chunks 196608 (32768 at 8k/1k
+    # above 32 users), 4 decode steps between polls
+    ("mi355x", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.8"),
+                                  ("max_num_batched_tokens", "32768 * token if isl > 4096 * token "
+                                   "and concurrency > 32 else 196608 * token"),
+                                  ("scheduler_recv_interval", "4")),
+    ("mi355x", "atom", "fp4"): (("kv_bytes", "1"),),
 }
 
 
@@ -87,7 +105,7 @@ class Rows:
 
     @property
     def sets(self) -> tuple[tuple[str, str], ...]:
-        return HARNESS.get((self.hardware, self.engine), ())
+        return HARNESS.get((self.hardware, self.engine, self.precision), ())
 
     def runs(self) -> list[MeasuredRun]:
         return [r for r in read_runs(self.path).runs
@@ -120,7 +138,7 @@ def _sets(sources: tuple[Source, ...]) -> tuple[tuple[str, str], ...]:
 @dataclass(frozen=True)
 class Split:
     name: str
-    kind: str  # "workload" (same GPU and engine) or "gpu" (same vendor)
+    kind: str  # "workload" (same GPU and engine), "gpu" (same vendor) or "precision"
     fit: tuple[Source, ...]
     held: tuple[Source, ...]
     sets: tuple[tuple[str, str], ...] = ()
@@ -159,6 +177,12 @@ IX_PAIRS = (("b200", "sglang"), ("h200", "sglang"), ("b200", "trtllm"), ("h200",
             ("mi355x", "sglang"), ("mi355x", "atom"))
 IX_GPU_SPLITS = tuple(_gpu_split(f, h, e) for e in ("sglang", "trtllm")
                       for f, h in (("b200", "h200"), ("h200", "b200")))
+#: Fit the FP8 rows of a hardware × engine, hold its FP4 rows (each run's precision from the
+#: row: FP4 weights and FP4 compute): what the FP8 profile says of FP4, not a profile's split
+IX_PRECISION_SPLITS = tuple(
+    Split(f"{_label(Rows(h, e)).rsplit(' ', 1)[0]}: fit FP8, hold FP4", "precision", (Rows(h, e),),
+          (Rows(h, e, "fp4"),))
+    for h, e in (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom")))
 
 
 #: The KV cache's dtype is each engine's rule (engines/*.toml kv_cache_dtype), applied per run
@@ -174,6 +198,7 @@ SPLITS = (
           (IMAX / "1k1k" / "H200.json",), (IMAX / "1k1k" / "H100.json",)),
     *(s for hardware, engine in IX_PAIRS for s in _workload_splits(hardware, engine)),
     *IX_GPU_SPLITS,
+    *IX_PRECISION_SPLITS,
 )
 
 
