@@ -6,7 +6,11 @@
 
 Each split fits ``perfgraph calibrate`` on some measured files and holds the fit against
 others it never saw: fit on one ISL/OSL, test on another of the same GPU and engine; fit on
-one GPU, test on another of the same vendor. The error per metric is the median (and the
+one GPU, test on another of the same vendor. The InferenceX DeepSeek-R1 rows (``Rows``: one
+hardware × engine × precision of the aggregated file) have 2-4 runs an ISL/OSL, so their
+workload splits hold one ISL/OSL out and fit the other two; they are modelled with the launch
+flags InferenceX's scripts gave them (``HARNESS``), and their precision splits fit the FP8 rows
+and hold the FP4 ones. The error per metric is the median (and the
 90th percentile) of |model − measured| / measured over the held-out runs, for the roofline
 (the sheet as shipped) and for the calibrated model. The files are the project's own
 (tests/data/measured/, provenance in its PROVENANCE.md); the figures go into

@@ -24,6 +24,14 @@ PAIRS = (("b200", "sglang"), ("h200", "sglang"), ("b200", "trtllm"), ("h200", "t
          ("mi355x", "sglang"), ("mi355x", "atom"))
 
 
+def test_the_rows_are_the_aggregated_ones_without_mtp() -> None:
+    runs = read_runs(IX).runs
+    assert len(runs) == 94  # of the shared file's 235 (PROVENANCE.md)
+    assert all(r.disaggregated is False and r.spec_decoding == "none" for r in runs)
+    fp8 = [((r.hardware or "").lower(), r.engine) for r in runs if r.precision == "fp8"]
+    assert [fp8.count(p) for p in PAIRS] == [12, 9, 9, 9, 9, 6]
+
+
 @pytest.mark.parametrize(("hardware", "engine"), PAIRS)
 def test_auto_picks_the_profile_of_its_hardware_and_engine(hardware, engine) -> None:
     path = PROFILES_DIR / f"{hardware}.{engine}.toml"
