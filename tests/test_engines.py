@@ -24,7 +24,7 @@ def _kv(engine: str | None, tp: int = 1, *sets: tuple[str, str]) -> tuple[float,
 
 
 def test_engines_shipped():
-    assert engine_names() == ["sglang", "trtllm", "vllm"]
+    assert engine_names() == ["atom", "sglang", "trtllm", "vllm"]
 
 
 def test_vllm_is_the_default_and_its_rule():
@@ -50,6 +50,14 @@ def test_trtllm_takes_its_share_of_the_free_memory():
     assert kv == pytest.approx(0.9 * (hbm - weights - 2 * 2))
 
 
+def test_atom_takes_vllms_rule_with_its_own_defaults():
+    kv, weights, hbm = _kv("atom", 1)
+    assert kv == pytest.approx(0.9 * hbm - weights)  # gpu_memory_utilization 0.9 (atom/config.py)
+    sheet = load(ScenarioSpec(engine="atom")).sheet
+    assert sheet.magnitude("block_size") == 16 and sheet.magnitude("max_num_seqs") == 512
+    assert sheet.magnitude("max_num_batched_tokens") == 16384
+
+
 def test_scheduling_defaults_follow_the_engine():
     got = {e: load(ScenarioSpec(engine=e)).sheet for e in engine_names()}
     assert [got[e].magnitude("block_size") for e in ("vllm", "sglang", "trtllm")] == [16, 1, 32]
@@ -60,7 +68,7 @@ def test_scheduling_defaults_follow_the_engine():
 
 def test_unknown_engine_is_one_message_with_a_near_miss():
     with pytest.raises(CatalogError, match=r"unknown engine 'sglng' \(did you mean 'sglang'\?\); "
-                       "known engines: sglang, trtllm, vllm"):
+                       "known engines: atom, sglang, trtllm, vllm"):
         load(ScenarioSpec(engine="sglng"))
 
 
@@ -87,9 +95,12 @@ def test_the_runs_engine_wins():
     trt = setup_run(runs[2], base)  # framework trt
     assert trt.engine == "trtllm" and "--engine vllm not used: the file says trtllm" in trt.notes
     assert trt.spec(base.spec).engine == "trtllm"
-    atom = setup_run(runs[16], base)  # AMD's ATOM: no engine file, the scenario's rule
-    assert atom.engine is None and any("'atom' has no engine file" in n for n in atom.notes)
+    atom = setup_run(runs[16], base)  # AMD's ATOM: its own engine file (engines/atom.toml)
+    assert atom.engine == "atom" and not any("has no engine file" in n for n in atom.notes)
     assert atom.isl_source == "expected" and atom.isl == pytest.approx(921.6)
+    other = setup_run(dataclasses.replace(runs[16], engine="lmdeploy"), base)
+    assert other.engine is None and any("'lmdeploy' has no engine file" in n
+                                        for n in other.notes)  # the scenario's rule
     dpa = setup_run(runs[21], base)
     # EP, DP attention and the pools are cells now: passed on, not noted as unmodelled
     assert ("ep", "8") in dpa.deployment and ("dp_attention", "true") in dpa.deployment
@@ -126,8 +137,10 @@ def test_the_kv_rule_is_each_engines_data():
     assert sglang.engine == "sglang" and KV_AUTO in sglang.deployment
     trt = setup_run(runs[2], base)  # B200 TensorRT-LLM FP8: KV dtype follows the checkpoint
     assert trt.engine == "trtllm" and KV_AUTO not in trt.deployment
-    atom = setup_run(runs[16], base)  # no engine file, no explicit --engine: no engine rule
-    assert atom.engine is None and KV_AUTO not in atom.deployment
+    atom = setup_run(runs[16], base)  # ATOM FP8: kv_cache_dtype defaults to bf16
+    assert atom.engine == "atom" and KV_AUTO in atom.deployment
+    other = setup_run(dataclasses.replace(runs[16], engine="lmdeploy"), base)
+    assert other.engine is None and KV_AUTO not in other.deployment  # no engine file: no rule
     bf16 = setup_run(dataclasses.replace(read_runs(IMAX_H100).runs[0], precision="BF16"), base)
     assert KV_AUTO not in bf16.deployment  # BF16 weights: KV is BF16 either way, no note
 

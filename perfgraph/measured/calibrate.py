@@ -39,37 +39,9 @@ from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
-from perfgraph.scenario.loading import engine_entry, load
-
-
-@dataclass(frozen=True)
-class Target:
-    cell: str  # an input of the formula sheets
-    low: float  # bounds, in the cell's declared unit
-    high: float
-    doc: str
-
-
-#: What calibration fits: the achievable-vs-peak inputs of
-#: perfgraph/scenario/sheets/achievable.toml.
-TARGETS = (
-    Target("bandwidth_efficiency", 0.5, 1.0, "achievable fraction of peak HBM bandwidth"),
-    Target("attention_bandwidth_efficiency", 0.5, 1.0,
-           "achievable fraction of peak HBM bandwidth reading the KV cache"),
-    Target("compute_efficiency", 0.3, 1.0, "achievable fraction of peak compute in decode"),
-    Target("prefill_compute_efficiency", 0.3, 1.0,
-           "achievable fraction of peak compute in prefill"),
-    Target("step_overhead", 0.0, 20.0, "fixed time each forward step loses"),
-    Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
-    Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
-    Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
-    Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
-)
-#: Structure the fit turns on (and the overlay keeps): cell → value.
-STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True,
-             "queueing": True, "replicated_activations": True}
-#: The metrics fitted (TTFT, TPOT, throughput); E2EL follows from them.
-FIT_METRICS = ("ttft", "tpot", "throughput")
+from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target
+from perfgraph.measured.targets import documented as documented_targets
+from perfgraph.scenario.loading import load
 
 
 @dataclass(frozen=True)
@@ -110,37 +82,36 @@ class _Group:
 
 def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
               holdout: Sequence[MeasuredRun] = (), targets: Sequence[str] | None = None,
-              fixed: Mapping[str, float] | None = None) -> Fit:
+              fixed: Mapping[str, float] | None = None, held_base: Baseline | None = None,
+              ) -> Fit:
     """Fit ``targets`` (cells of TARGETS; default all) to ``runs``, the others held at
-    ``fixed`` (declared units), at the engine file's [realistic] or as the sheet has them."""
-    chosen = tuple(t for t in TARGETS if targets is None or t.cell in targets)
-    unknown = set(targets or ()) - {t.cell for t in TARGETS}
-    if unknown or not chosen:
-        raise InputError(f"targets {sorted(unknown) or list(targets or ())}: expected some "
-                         f"of {', '.join(t.cell for t in TARGETS)}", name="targets")
-    held_at = dict(fixed or {})
+    ``fixed`` (declared units), at the engine file's [realistic] or as the sheet has them;
+    hold it against ``holdout``, modelled from ``held_base`` (their own launch flags) or
+    ``base``."""
+    chosen = _chosen(targets)
+    held_at, held_base = dict(fixed or {}), held_base or base
     fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
-    held = [c for c in compare_runs(holdout, base, levers=False) if c.error is None]
+    held = [c for c in compare_runs(holdout, held_base, levers=False) if c.error is None]
     if not fitted:
         raise InputError("no run to fit: none of the given runs could be compared with the "
                          "model (run 'perfgraph compare' on them to see why)")
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
     groups = _groups(base, fitted, leave_out_queued=True)
-    engine, documented = _documented(fitted, base)
+    engine, documented = documented_targets(fitted, base)
     fixed = {**documented, **held_at}
-    targets = tuple(t for t in chosen if t.cell not in fixed)
+    free = tuple(t for t in chosen if t.cell not in fixed)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
                        for m in FIT_METRICS)
-    if observations < len(targets):
-        raise InputError(f"{observations} measured values cannot fix {len(targets)} "
+    if observations < len(free):
+        raise InputError(f"{observations} measured values cannot fix {len(free)} "
                          "efficiency inputs: give more runs")
     units = {t.cell: groups[0].sheet.declaration(t.cell).unit for t in TARGETS}
-    best, cost = _minimise(lambda x: _residuals(groups, x, targets, fixed), len(targets))
-    values, notes = _settled(groups, best, targets, fixed)
+    best, cost = _minimise(lambda x: _residuals(groups, x, free, fixed), len(free))
+    values, notes = _settled(groups, best, free, fixed)
     notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
                    for c, v in documented.items() if c not in held_at)
-    held_groups = _groups(base, held, leave_out_queued=False) if held else []
+    held_groups = _groups(held_base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
@@ -149,19 +120,13 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
                {c: v for c, v in documented.items() if c not in held_at}, engine)
 
 
-def _documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, dict]:
-    """The targets the runs' engine file documents (``[realistic]``), held rather than
-    fitted; none when the runs mix engines."""
-    engines = {c.setup.engine or base.engine for c in runs}
-    if len(engines) != 1:
-        return None, {}
-    engine = engines.pop()
-    table = engine_entry(engine).table("realistic")
-    unknown = sorted(set(table) - {t.cell for t in TARGETS})
-    if unknown:
-        raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}: "
-                         f"expected some of {', '.join(t.cell for t in TARGETS)}", name=unknown[0])
-    return engine, {k: float(v) for k, v in table.items()}
+def _chosen(targets: Sequence[str] | None) -> tuple[Target, ...]:
+    chosen = tuple(t for t in TARGETS if targets is None or t.cell in targets)
+    unknown = set(targets or ()) - {t.cell for t in TARGETS}
+    if unknown or not chosen:
+        raise InputError(f"targets {sorted(unknown) or list(targets or ())}: expected some "
+                         f"of {', '.join(t.cell for t in TARGETS)}", name="targets")
+    return chosen
 
 
 def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:

@@ -147,10 +147,14 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     try:
         spec = setups[0].spec(base.spec)
         sheet = load(dataclasses.replace(spec, calibration=None)).sheet
-        calibrated = load(spec).sheet if spec.calibration else None
+        scenario = load(spec) if spec.calibration else None
     except PerfgraphError as exc:
         return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
             runs, setups, strict=True)]
+    calibrated = scenario.sheet if scenario is not None else None
+    if scenario is not None:  # which profile predicts these runs (auto picks per hardware)
+        setups = [dataclasses.replace(s, notes=(*s.notes, f"predicted by {scenario.prediction}"))
+                  for s in setups]
     cols = config_columns(setups)
     n = len(runs)
     with np.errstate(all="ignore"):  # a bad configuration shows as NaN, explained per metric

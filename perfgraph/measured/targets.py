@@ -1,0 +1,61 @@
+"""What calibration fits (``TARGETS``, each an input of the formula sheets with physical
+bounds), the structure it turns on (``STRUCTURE``), the metrics it fits, and what an engine
+file documents instead of leaving it to the fit (its ``[realistic]`` table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from perfgraph.errors import InputError
+from perfgraph.scenario.loading import engine_entry
+
+if TYPE_CHECKING:
+    from perfgraph.measured.compare import Comparison
+    from perfgraph.measured.setup import Baseline
+
+
+@dataclass(frozen=True)
+class Target:
+    cell: str  # an input of the formula sheets
+    low: float  # bounds, in the cell's declared unit
+    high: float
+    doc: str
+
+
+#: What calibration fits: the achievable-vs-peak inputs of
+#: perfgraph/scenario/sheets/achievable.toml.
+TARGETS = (
+    Target("bandwidth_efficiency", 0.5, 1.0, "achievable fraction of peak HBM bandwidth"),
+    Target("attention_bandwidth_efficiency", 0.5, 1.0,
+           "achievable fraction of peak HBM bandwidth reading the KV cache"),
+    Target("compute_efficiency", 0.3, 1.0, "achievable fraction of peak compute in decode"),
+    Target("prefill_compute_efficiency", 0.3, 1.0,
+           "achievable fraction of peak compute in prefill"),
+    Target("step_overhead", 0.0, 20.0, "fixed time each forward step loses"),
+    Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
+    Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
+    Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
+    Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
+)
+#: Structure the fit turns on (and the overlay keeps): cell → value.
+STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True,
+             "queueing": True, "replicated_activations": True}
+#: The metrics fitted (TTFT, TPOT, throughput); E2EL follows from them.
+FIT_METRICS = ("ttft", "tpot", "throughput")
+
+
+def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, dict]:
+    """The targets the runs' engine file documents (``[realistic]``), held rather than
+    fitted; none when the runs mix engines."""
+    engines = {c.setup.engine or base.engine for c in runs}
+    if len(engines) != 1:
+        return None, {}
+    engine = engines.pop()
+    table = engine_entry(engine).table("realistic")
+    unknown = sorted(set(table) - {t.cell for t in TARGETS})
+    if unknown:
+        raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}: "
+                         f"expected some of {', '.join(t.cell for t in TARGETS)}", name=unknown[0])
+    return engine, {k: float(v) for k, v in table.items()}
