@@ -34,8 +34,8 @@ def test_one_line_per_configuration_the_runs_were_made_at(view):
     labels = [line.label for line in view.lines]
     # 1k1k: H100 at TP 2, 4, 8 and H200 at TP 1, 2, 4, 8; 8k1k: H100 at TP 2, 4, 8
     assert len(labels) == 10 and len(set(labels)) == 10
-    assert labels[0] == "llama-3.3-70b · h100-sxm · fp8 · TP 2 · 1024/1024"
-    assert "llama-3.3-70b · h100-sxm · fp8 · TP 8 · 8192/1024" in labels
+    assert labels[0] == "llama-3.3-70b · h100-sxm · fp8 · TP 2 · 921.6/921.6"
+    assert "llama-3.3-70b · h100-sxm · fp8 · TP 8 · 7373/921.6" in labels
     assert all(len(line.runs) == 5 for line in view.lines)
     assert [p.source for p in view.measured.problems] == [str(DATA / "bad" / "empty.json")]
 
@@ -80,9 +80,13 @@ def test_the_curve_at_the_seed_configuration_is_the_seeds():
     view = measured_view([str(IMAX / "1k1k" / "H100.json")], seed)
     line = view.lines[0]
     i = list(line.model["concurrency"]).index(64)
-    assert line.label.endswith("TP 2 · 1024/1024")
-    assert line.model["throughput"][i] == pytest.approx(4980, rel=2e-3)
-    assert line.model["itl"][i] == pytest.approx(12.85, abs=0.01)
+    # the runs drew lengths in [0.8, 1] × 1024 and are modelled at the mean, 921.6: the
+    # seed's step at that context, by hand: (7e10 + 64 × 163,840 B × 1.5 × 921.6) ÷ 6.7 TB/s
+    # = 12.61 ms (the seed's 12.85 ms at 1024), 64 / 12.61 ms × 2 / 2 GPUs = 5075 tok/s
+    assert line.label.endswith("TP 2 · 921.6/921.6")
+    itl = (7e10 + 64 * 163_840 * 1.5 * 921.6) / 6.70e12
+    assert line.model["itl"][i] == pytest.approx(itl * 1e3, abs=0.01)
+    assert line.model["throughput"][i] == pytest.approx(64 / itl, rel=4e-3)
 
 
 def test_the_grid_spans_the_runs():
@@ -105,15 +109,15 @@ def test_the_measured_view_lists_the_runs_and_plots_the_highlighted_runs_line(vi
         assert panel.shown is view.lines[0]
         first = [str(c) for c in table.get_row_at(0)]
         tpot = view.lines[0].runs[0].metric("tpot")
-        assert first[0].startswith("H100.json #0  TP2 1024/1024")
+        assert first[0].startswith("H100.json #0  TP2 921.6/921.6")
         assert f"({100 * tpot.possible:.3g}%)" in first[3]  # 62% (BF16 KV, vLLM's default)
         await pilot.press(*["down"] * 10)  # row 10: the 1k1k H100 TP 8 runs
-        assert panel.shown is not None and panel.shown.label.endswith("TP 8 · 1024/1024")
+        assert panel.shown is not None and panel.shown.label.endswith("TP 8 · 921.6/921.6")
         plot = app.query_one("#measured-throughput", MeasuredPlot)
         assert plot.which == "throughput"
         await pilot.press(*["down"] * 40)  # the refused file's row: the plot stays
         assert "refused: file is empty" in str(table.get_row_at(50)[2])
-        assert panel.shown.label.endswith("TP 8 · 8192/1024")
+        assert panel.shown.label.endswith("TP 8 · 7373/921.6")
 
     async def session() -> None:
         async with app.run_test(size=SIZE) as pilot:

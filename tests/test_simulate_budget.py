@@ -86,6 +86,8 @@ def test_chunk_steps_by_hand() -> None:
     assert alone.magnitude("decode_step_time", "s") == pytest.approx(
         alone.magnitude("pp_step_stages") * alone.magnitude("plain_step_roofline_time", "s")
         + alone.magnitude("step_overhead", "s") + alone.magnitude("seq_overhead_step_time", "s"))
-    off = load(H100_8K).sheet  # the even spread: every step carries B × ISL ÷ OSL
+    # the even spread (the profile turns chunk steps on; off here): every step carries B × ISL ÷ OSL
+    spread = H100_8K.sets + (parse_set("prefill_chunk_steps=false"),)
+    off = load(replace(H100_8K, sets=spread)).sheet
     assert off.magnitude("chunk_step_share") == 1
     assert off.magnitude("chunk_step_tokens", "token") == 8 * 8192 / 1024

@@ -9,9 +9,11 @@ with the figures ``perfgraph plot`` draws for those commands
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
+from perfgraph.errors import PerfgraphError
 from perfgraph.measured.compare import compare_runs
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
@@ -42,11 +44,18 @@ def roofline() -> charts.Figure:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    folder = Path(args[0]) if args else DEFAULT
-    for name, build in (("concurrency.svg", across), ("roofline.svg", roofline)):
-        charts.save(build(), folder / name)
-        print(folder / name)
+    parser = argparse.ArgumentParser(prog="python3 -m perfgraph.output.pictures",
+                                     description="Write the README's two charts.")
+    parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT,
+                        help=f"where to write them (default: {DEFAULT})")
+    folder = parser.parse_args(argv).folder
+    try:
+        for name, build in (("concurrency.svg", across), ("roofline.svg", roofline)):
+            charts.save(build(), folder / name)
+            print(folder / name)
+    except PerfgraphError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

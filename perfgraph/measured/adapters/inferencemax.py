@@ -40,6 +40,12 @@ DEFINITIONS = {
     "itl": "inter-token latency: gap between successive streamed chunks (excludes the first token)",
     "e2el": "end-to-end request latency",
 }
+#: The suite's client draws each request's ISL and OSL uniformly from the integers in
+#: [int(RANGE_RATIO × nominal), nominal] (utils/bench_serving/benchmark_serving.py,
+#: sample_random_requests, run with --random-range-ratio 0.8 on every InferenceMAX and
+#: InferenceX workload): the mean is (1 + RANGE_RATIO) / 2 × nominal. The dashboard rows bear
+#: it out: (E2EL − TTFT) / TPOT + 1 gives a mean OSL of ~922 for "1k" (0.9 × 1024).
+RANGE_RATIO = 0.8
 _K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768}
 
 
@@ -103,6 +109,7 @@ class InferenceMaxRowsAdapter(Adapter):
         caveats: list[str] = []
         _queued(ttft, shared["lowest_ttft"].get(_group(record)), notes)
         isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
+        isl_exp, osl_exp = (None if n is None else expected_mean(n) for n in (isl_cfg, osl_cfg))
         implied = _implied_osl(ttft, tpot, e2el_s, osl_cfg, notes)
         return build_run(
             ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu, tp),
@@ -110,6 +117,7 @@ class InferenceMaxRowsAdapter(Adapter):
             precision=str(precision) if precision else None,
             hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
             isl_configured=isl_cfg, osl_configured=osl_cfg, osl_implied=implied,
+            isl_expected=isl_exp, osl_expected=osl_exp,
             # the row's Framework as it says it ("VLLM"); measured/setup maps it to an engine
             engine=str(framework).strip().lower() if framework else None,
         )
@@ -168,10 +176,16 @@ def _lengths(lengths, notes: list[str]) -> tuple[int | None, int | None]:
     isl, osl, part = lengths
     notes.append(
         f"ISL/OSL {isl}/{osl} taken from the directory name '{part}' (the rows carry no "
-        "lengths): configured values — InferenceMAX draws random lengths with a range "
-        "ratio, so the measured means are lower and unknown here"
+        f"lengths); InferenceMAX draws each in [{RANGE_RATIO:g}, 1] × nominal "
+        "(--random-range-ratio 0.8), so the run is modelled at the expected means "
+        f"{expected_mean(isl):g}/{expected_mean(osl):g}"
     )
     return isl, osl
+
+
+def expected_mean(nominal: float) -> float:
+    """Mean length of a workload drawn in [RANGE_RATIO, 1] × nominal."""
+    return nominal * (1 + RANGE_RATIO) / 2
 
 
 class InferenceMaxAggAdapter(Adapter):

@@ -32,7 +32,8 @@ from .base import (
     put,
     tp_of,
 )
-from .inferencemax import runner_gpu
+from .inferencemax import RANGE_RATIO, runner_gpu
+from .inferencemax import expected_mean as _mean
 
 DEFINITIONS = {
     "ttft": "time to first token, per request (InferenceX benchmark_serving)",
@@ -50,8 +51,6 @@ ENGINES = {"sglang": "sglang", "trt": "trtllm", "trtllm": "trtllm", "vllm": "vll
 #: InferenceX's model keys → the model they name (its frontend's model table)
 MODELS = {"dsr1": "DeepSeek-R1-0528", "llama70b": "Llama-3.3-70B-Instruct",
           "gptoss": "gpt-oss-120b"}
-#: random lengths in [RANGE_RATIO, 1] × nominal (InferenceX benchmark scripts)
-RANGE_RATIO = 0.8
 
 
 class InferenceXRowsAdapter(Adapter):
@@ -118,9 +117,6 @@ class InferenceXRowsAdapter(Adapter):
 def _hardware(text, notes: list[str]) -> str | None:
     return runner_gpu(text, notes, "InferenceX")
 
-
-def _mean(nominal: float) -> float:
-    return nominal * (1 + RANGE_RATIO) / 2
 
 
 def _deployment(record: dict) -> dict[str, Any]:
