@@ -150,12 +150,14 @@ def test_an_invalid_formula_shows_why_and_the_app_carries_on() -> None:
         await pilot.press("e")
         await paste(pilot, "nope + 1")
         bar = app.query_one(EditBar)
-        assert "unknown name 'nope'" in str(bar.query_one("#edit-hint").render())
+        assert "unknown name 'nope'" in str(bar.render())
         assert shown(app, "concurrency") == "64"  # the sheet shows the cell as it was
         await pilot.press("enter")  # not accepted: the edit stays open
-        assert bar.display and app.focused is bar.query_one(Input)
+        assert bar.editing and "unknown name 'nope'" in str(bar.render())
+        assert app.focused is app.table  # the table keeps the focus; its keys are the edit's
         await pilot.press("escape")
-        assert not bar.display and shown(app, "concurrency") == "64"
+        assert not bar.editing and shown(app, "concurrency") == "64"
+        assert str(bar.render()) == "concurrency = 64"  # idle: what the cell holds
         # a formula that parses but fails is an error value, like a spreadsheet's #DIV/0!
         await edit(pilot, "decode_step_time", "decode_memory_time / (pp - 1)")
         assert shown(app, "decode_step_time").startswith("#ERR division by zero")
@@ -164,6 +166,36 @@ def test_an_invalid_formula_shows_why_and_the_app_carries_on() -> None:
         assert shown(app, "prefill_time") == "36.51 ms"
         await pilot.press("2")  # the roofline still draws
         assert app.query_one(TabbedContent).active == "roofline"
+
+    drive(app, script)
+
+
+def test_an_edit_takes_every_key_and_moves_no_focus_and_lays_nothing_out() -> None:
+    """The formula bar never takes the focus: the table hands it the keys, so keys that act
+    elsewhere (q quits, 2 shows a view, u undoes) are typed, and Enter repaints without a
+    layout (issue 15: no layout refresh or restyle per edit)."""
+    app = make_app(load())
+    layouts: list[object] = []
+
+    async def script(pilot: Pilot) -> None:
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+        await go_to(pilot, "concurrency")
+        bar = app.query_one(EditBar)
+        await pilot.press("e", "q", "2", "u")
+        assert bar.text == "q2u" and app.is_running and app.view == "explain"
+        assert "unknown name 'q2u'" in str(bar.render()) and shown(app, "concurrency") == "64"
+        await pilot.press("backspace", "backspace", "backspace", "9", "6", "left", "left", "1")
+        assert bar.text == "196" and shown(app, "concurrency") == "196"  # previewed
+        assert app.focused is app.table and "Esc cancel" in str(app.keys.render())
+        layouts.clear()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert layouts == [] and app.focused is app.table
+        assert not bar.editing and str(bar.render()) == "concurrency = 196"
+        assert shown(app, "concurrency", "mark") == "edited"
+        assert "e edit" in str(app.keys.render())
+        await pilot.press("u")  # the table's keys are its own again
+        assert shown(app, "concurrency") == "64" and not app.session.can_undo
 
     drive(app, script)
 
