@@ -208,7 +208,8 @@ class PerfgraphApp(App[None]):
         bar, session = self.bar, self.session
         assert bar.before is not None
         if self._previewed == (name, text):
-            return True  # on screen already: Enter keeps it without a recompute
+            bar.refresh()  # the sheet shows it already: Enter keeps it without a recompute
+            return True
         self._previewed = None
         try:
             changed = session.preview(name, text, bar.before)

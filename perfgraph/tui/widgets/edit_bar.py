@@ -114,16 +114,15 @@ class EditBar(Widget):
             self.post_message(self.Finished(self.cell, key == "enter", self.line.text))
             return True
         changed = self.line.key(key, character)
-        if changed is not None:
-            self.refresh()
-        if changed:
+        if changed:  # the app previews it and gives the hint: one repaint with the sheet's
             self.post_message(self.Typed(self.cell, self.line.text))
+        elif changed is False:
+            self.refresh()
         return True
 
     def paste(self, text: str) -> None:
         if self.cell is not None:
             self.line.paste(text)
-            self.refresh()
             self.post_message(self.Typed(self.cell, self.line.text))
 
     # ------------------------------------------------------------------ drawing

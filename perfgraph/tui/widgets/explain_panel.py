@@ -108,12 +108,15 @@ class ExplainPanel(Vertical):
         return loaded.formula.text if loaded.formula else "an input"
 
     def _links(self, selector: str, cells: tuple[CellView, ...]) -> None:
-        """List ``cells``; when the same cells are listed, only their values are redrawn."""
+        """List ``cells``; when the same cells are listed, only the values that changed are
+        redrawn (each replaced prompt makes the list measure all its options again)."""
         options = self.query_one(selector, OptionList)
-        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
-        if ids == [c.name for c in cells]:
-            for c in cells:
-                options.replace_option_prompt(c.name, f"{c.name} = {cell_text(c)}")
+        shown = [options.get_option_at_index(i) for i in range(options.option_count)]
+        if [o.id for o in shown] == [c.name for c in cells]:
+            for option, c in zip(shown, cells, strict=True):
+                prompt = f"{c.name} = {cell_text(c)}"
+                if option.prompt != prompt:
+                    options.replace_option_prompt(c.name, prompt)
             return
         options.clear_options()
         options.add_options([Option(f"{c.name} = {cell_text(c)}", id=c.name) for c in cells]
