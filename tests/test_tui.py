@@ -206,7 +206,8 @@ def test_explain_follows_precedents_and_dependents() -> None:
     async def script(pilot: Pilot) -> None:
         panel = app.query_one(ExplainPanel)
         assert panel.name_shown == "itl"
-        assert panel.explanation.substituted == "(12.93 ms + 0 × (986.4 µs + 0 ms)) ÷ 1"
+        # the exposed TP comm: 160 all-reduces × (5 µs + 1,048,576 B ÷ 450 GB/s one way) = 1.173 ms
+        assert panel.explanation.substituted == "(12.93 ms + 0 × (1.173 ms + 0 ms)) ÷ 1"
         reads = panel.query_one("#precedents", OptionList)
         assert reads.get_option_at_index(0).id == "decode_step_time"
         reads.focus()
