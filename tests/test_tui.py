@@ -200,6 +200,24 @@ def test_an_edit_takes_every_key_and_moves_no_focus_and_lays_nothing_out() -> No
     drive(app, script)
 
 
+def test_the_formula_bar_shows_what_the_highlighted_cell_holds() -> None:
+    app = make_app(load(), cell="itl")
+
+    async def script(pilot: Pilot) -> None:
+        bar = app.query_one(EditBar)
+        formula = app.session.sheet.declaration("itl").formula
+        assert formula is not None and str(bar.render()) == f"itl = {formula.text}"
+        await edit(pilot, "decode_step_time", "20 ms")  # a pin: now a value in its unit
+        assert str(bar.render()) == "decode_step_time = 20 (in ms)"
+        await pilot.press("x")  # reset: the formula again
+        loaded = app.session.sheet.declaration("decode_step_time").formula
+        assert loaded is not None and str(bar.render()) == f"decode_step_time = {loaded.text}"
+        await go_to(pilot, "concurrency")
+        assert str(bar.render()) == "concurrency = 64"
+
+    drive(app, script)
+
+
 def test_explain_follows_precedents_and_dependents() -> None:
     app = make_app(load(), cell="itl")
 
