@@ -38,9 +38,10 @@ as it was loaded.
 The formula bar over the table shows what the highlighted cell holds (its formula, or its
 value in its unit); `e` edits it there, the text at first all selected so that typing
 replaces it. While an edit is open every key is the edit's (`q` and `u` are typed), and the
-sheet follows each one. The bar at the top picks the model, hardware, workload and precision from the catalogs
-(edits are kept), and TP and PP. **Explain** shows the highlighted cell's formula, the
-formula with its values, and the cells it reads and that read it: Enter on one jumps there.
+sheet follows each one. The bar at the top picks the model, hardware, workload and
+precision from the catalogs (edits are kept), and TP and PP. **Explain** shows the
+highlighted cell's formula, the formula with its values, and the cells it reads and that
+read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
 In a terminal under 120 columns the view sits under the table; under 32 rows the header
 and the tabs are left out (the keys `1`–`7` still switch views).
