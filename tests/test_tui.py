@@ -150,12 +150,14 @@ def test_an_invalid_formula_shows_why_and_the_app_carries_on() -> None:
         await pilot.press("e")
         await paste(pilot, "nope + 1")
         bar = app.query_one(EditBar)
-        assert "unknown name 'nope'" in str(bar.query_one("#edit-hint").render())
+        assert "unknown name 'nope'" in str(bar.render())
         assert shown(app, "concurrency") == "64"  # the sheet shows the cell as it was
         await pilot.press("enter")  # not accepted: the edit stays open
-        assert bar.display and app.focused is bar.query_one(Input)
+        assert bar.editing and "unknown name 'nope'" in str(bar.render())
+        assert app.focused is app.table  # the table keeps the focus; its keys are the edit's
         await pilot.press("escape")
-        assert not bar.display and shown(app, "concurrency") == "64"
+        assert not bar.editing and shown(app, "concurrency") == "64"
+        assert str(bar.render()) == "concurrency = 64"  # idle: what the cell holds
         # a formula that parses but fails is an error value, like a spreadsheet's #DIV/0!
         await edit(pilot, "decode_step_time", "decode_memory_time / (pp - 1)")
         assert shown(app, "decode_step_time").startswith("#ERR division by zero")
@@ -168,13 +170,61 @@ def test_an_invalid_formula_shows_why_and_the_app_carries_on() -> None:
     drive(app, script)
 
 
+def test_an_edit_takes_every_key_and_moves_no_focus_and_lays_nothing_out() -> None:
+    """The formula bar never takes the focus: the table hands it the keys, so keys that act
+    elsewhere (q quits, 2 shows a view, u undoes) are typed, and Enter repaints without a
+    layout (issue 15: no layout refresh or restyle per edit)."""
+    app = make_app(load())
+    layouts: list[object] = []
+
+    async def script(pilot: Pilot) -> None:
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+        await go_to(pilot, "concurrency")
+        bar = app.query_one(EditBar)
+        await pilot.press("e", "q", "2", "u")
+        assert bar.text == "q2u" and app.is_running and app.view == "explain"
+        assert "unknown name 'q2u'" in str(bar.render()) and shown(app, "concurrency") == "64"
+        await pilot.press("backspace", "backspace", "backspace", "9", "6", "left", "left", "1")
+        assert bar.text == "196" and shown(app, "concurrency") == "196"  # previewed
+        assert app.focused is app.table and "Esc cancel" in str(app.keys.render())
+        layouts.clear()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert layouts == [] and app.focused is app.table
+        assert not bar.editing and str(bar.render()) == "concurrency = 196"
+        assert shown(app, "concurrency", "mark") == "edited"
+        assert "e edit" in str(app.keys.render())
+        await pilot.press("u")  # the table's keys are its own again
+        assert shown(app, "concurrency") == "64" and not app.session.can_undo
+
+    drive(app, script)
+
+
+def test_the_formula_bar_shows_what_the_highlighted_cell_holds() -> None:
+    app = make_app(load(), cell="itl")
+
+    async def script(pilot: Pilot) -> None:
+        bar = app.query_one(EditBar)
+        formula = app.session.sheet.declaration("itl").formula
+        assert formula is not None and str(bar.render()) == f"itl = {formula.text}"
+        await edit(pilot, "decode_step_time", "20 ms")  # a pin: now a value in its unit
+        assert str(bar.render()) == "decode_step_time = 20 (in ms)"
+        await pilot.press("x")  # reset: the formula again
+        loaded = app.session.sheet.declaration("decode_step_time").formula
+        assert loaded is not None and str(bar.render()) == f"decode_step_time = {loaded.text}"
+        await go_to(pilot, "concurrency")
+        assert str(bar.render()) == "concurrency = 64"
+
+    drive(app, script)
+
+
 def test_explain_follows_precedents_and_dependents() -> None:
     app = make_app(load(), cell="itl")
 
     async def script(pilot: Pilot) -> None:
         panel = app.query_one(ExplainPanel)
         assert panel.name_shown == "itl"
-        # TP comm: 160 × 5 µs + the bytes over NVLink one way (2 × 186.4 µs)
+        # the exposed TP comm: 160 all-reduces × (5 µs + 1,048,576 B ÷ 450 GB/s one way) = 1.173 ms
         assert panel.explanation.substituted == "(12.93 ms + 0 × (1.173 ms + 0 ms)) ÷ 1"
         reads = panel.query_one("#precedents", OptionList)
         assert reads.get_option_at_index(0).id == "decode_step_time"

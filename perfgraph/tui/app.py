@@ -40,7 +40,7 @@ from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
 #: table, the header, the tabs and the bar's labels go; 80 × 24 keeps both readable.
 NARROW, SHORT = 120, 32
 #: Which keys the key line shows when a widget of this id has the focus (else the cells').
-FOCUS_PLACES = {"edit-input": "edit", "advice": "levers", "runs": "measured", "plans": "plan",
+FOCUS_PLACES = {"advice": "levers", "runs": "measured", "plans": "plan",
                 "plan-ttft": "question", "plan-itl": "question", "plan-e2e": "question",
                 "plan-rate": "question", "simulate-panel": "simulate"}
 
@@ -83,6 +83,7 @@ class PerfgraphApp(App[None]):
         yield Header(show_clock=False, icon="∑")
         yield ScenarioBar(self.session, id="bar")
         yield Static(id="summary")
+        yield EditBar(id="edit-bar")  # the formula bar: one line, always there
         context = ViewContext(self.session, self.measured)
         with Horizontal(id="body"):
             yield CellTable(self.session, id="cells")
@@ -95,7 +96,6 @@ class PerfgraphApp(App[None]):
                     with TabPane(view.title, id=view.view_id):  # the others when first
                         if view is VIEWS[0]:  # shown (mount_view): startup composes one
                             yield widget
-        yield EditBar(id="edit-bar")
         self.keys = KeyLine(id="keys")
         yield self.keys
 
@@ -112,6 +112,10 @@ class PerfgraphApp(App[None]):
     @property
     def table(self) -> CellTable:
         return self.query_one(CellTable)
+
+    @property
+    def bar(self) -> EditBar:
+        return self.query_one(EditBar)
 
     @property
     def view(self) -> str:
@@ -137,6 +141,7 @@ class PerfgraphApp(App[None]):
         if self.sub_title != title:
             self.sub_title = title
         self.query_one(ScenarioBar).sync()
+        self.bar.show_cell(self.session.sheet, table.current)  # its formula may have moved
         self._stale = set(self.views)
         self.draw_view()
 
@@ -155,8 +160,13 @@ class PerfgraphApp(App[None]):
         view.refresh_from(self.session, self.table.current)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """The key line follows the focus: the cells, the edit, the levers, the runs."""
-        self.keys.show(FOCUS_PLACES.get(event.widget.id or "", "cells"))
+        """The key line follows the focus: the cells (or the edit), the levers, the runs."""
+        self.keys.show(self._key_place(event.widget))
+
+    def _key_place(self, widget: object) -> str:
+        if widget is self.table and self.bar.editing:
+            return "edit"
+        return FOCUS_PLACES.get(getattr(widget, "id", None) or "", "cells")
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.draw_view()
@@ -167,6 +177,7 @@ class PerfgraphApp(App[None]):
     # ------------------------------------------------------------------ cells
     def on_cell_table_cell_highlighted(self, message: CellTable.CellHighlighted) -> None:
         self._stale |= {v.view_id for v in VIEWS if v.follows_cursor and v.view_id in self.views}
+        self.bar.show_cell(self.session.sheet, message.name)
         self.draw_view()
 
     def on_explain_panel_jump(self, message: Any) -> None:
@@ -178,8 +189,14 @@ class PerfgraphApp(App[None]):
         self.table.focus()
 
     def on_cell_table_edit_requested(self, message: CellTable.EditRequested) -> None:
+        """Open the edit in the formula bar; the table keeps the focus and hands it keys."""
+        bar = self.bar
+        if bar.editing:
+            return
         self._previewed = None
-        self.query_one(EditBar).open(self.session.sheet, message.name)
+        bar.open(self.session.sheet, message.name)
+        self.table.keys_to = bar
+        self.keys.show("edit")
 
     def on_cell_table_reset_requested(self, message: CellTable.ResetRequested) -> None:
         self.redraw(self.session.reset(message.name))
@@ -188,10 +205,11 @@ class PerfgraphApp(App[None]):
         self._preview(message.name, message.text)
 
     def _preview(self, name: str, text: str) -> bool:
-        bar, session = self.query_one(EditBar), self.session
+        bar, session = self.bar, self.session
         assert bar.before is not None
         if self._previewed == (name, text):
-            return True  # on screen already: Enter keeps it without a recompute
+            bar.refresh()  # the sheet shows it already: Enter keeps it without a recompute
+            return True
         self._previewed = None
         try:
             changed = session.preview(name, text, bar.before)
@@ -199,24 +217,27 @@ class PerfgraphApp(App[None]):
             bar.hint(exc.message, error=True)
             self.redraw([name, *session.sheet.downstream(name)])
             return False
-        bar.hint(f"{name} = {value_text(session, name).plain}")
+        bar.hint(f"= {value_text(session, name).plain}")
         self.redraw(changed)
         self._previewed = (name, text)
         return True
 
     def on_edit_bar_finished(self, message: EditBar.Finished) -> None:
-        bar = self.query_one(EditBar)
-        assert bar.before is not None
+        """Enter keeps the edit (already on screen: nothing recomputes), Esc undoes it."""
+        bar, table = self.bar, self.table
+        if bar.before is None:
+            return  # a second Enter that came before the first was handled
         if message.keep:
-            text = bar.query_one("#edit-input").value  # type: ignore[attr-defined]
-            if not self._preview(message.name, text):
+            if not self._preview(message.name, message.text):
                 return  # the hint says why; the edit stays open
             self.session.commit(message.name, bar.before)
         else:
             self.redraw(self.session.cancel(bar.before))
         self._previewed = None
         bar.close()
-        self.table.focus()
+        table.keys_to = None
+        bar.show_cell(self.session.sheet, table.current)
+        self.keys.show(self._key_place(self.focused))
 
     # ------------------------------------------------------------------ scenario
     def on_scenario_bar_chosen(self, message: ScenarioBar.Chosen) -> None:

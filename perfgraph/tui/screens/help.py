@@ -20,8 +20,9 @@ as it was loaded.
 | key | what it does |
 |---|---|
 | ↑ ↓, PgUp PgDn | move between cells |
-| Enter, `e` | edit the cell: a number in its unit, `4.8 TB/s`, or a formula |
-| Esc | cancel the edit (the cell goes back to what it was) |
+| Enter, `e` | edit the cell in the formula bar: a number in its unit, `4.8 TB/s`, or a formula |
+| Enter, Esc | (editing) keep the edit; cancel it (the cell goes back to what it was) |
+| ← →, Home End | (editing) move in the text; Backspace, Del, Ctrl+W, Ctrl+U, Ctrl+K delete |
 | `x` | reset the cell to the scenario as loaded (unpin it) |
 | `u`, Ctrl+Z | undo the last edit, switch or lever |
 | `1` … `7` | explain · roofline · concurrency · levers · measured · plan · simulate |
@@ -34,9 +35,13 @@ as it was loaded.
 | `?` | this help |
 | `q`, Ctrl+Q | quit (asks first while edits are not saved) |
 
-The bar at the top picks the model, hardware, workload and precision from the catalogs
-(edits are kept), and TP and PP. **Explain** shows the highlighted cell's formula, the
-formula with its values, and the cells it reads and that read it: Enter on one jumps there.
+The formula bar over the table shows what the highlighted cell holds (its formula, or its
+value in its unit); `e` edits it there, the text at first all selected so that typing
+replaces it. While an edit is open every key is the edit's (`q` and `u` are typed), and the
+sheet follows each one. The bar at the top picks the model, hardware, workload and
+precision from the catalogs (edits are kept), and TP and PP. **Explain** shows the
+highlighted cell's formula, the formula with its values, and the cells it reads and that
+read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
 In a terminal under 120 columns the view sits under the table; under 32 rows the header
 and the tabs are left out (the keys `1`–`7` still switch views).

@@ -2,13 +2,19 @@
 
 Rows are keyed by cell name (group headings by ``group:NAME``); after an edit only the rows
 the sheet recomputed are redrawn, with ``update_cell``, never the whole table.
+
+While a cell is edited the table keeps the focus and hands every key (and a paste) to the
+formula bar (:attr:`CellTable.keys_to`): moving the focus would restyle the table (its
+``:focus`` look) and repaint the whole screen, twice an edit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
@@ -20,6 +26,14 @@ from perfgraph.tui.text import delta_text, mark_text, value_text
 COLUMNS = (("cell", "cell", 32), ("value", "value", 16), ("delta", "Δ loaded", 9),
            ("mark", "", 6))
 GROUP_PREFIX = "group:"
+
+
+class KeySink(Protocol):
+    """Where the keys go while an edit is open (the formula bar)."""
+
+    def edit_key(self, key: str, character: str | None) -> bool: ...
+
+    def paste(self, text: str) -> None: ...
 
 
 class CellTable(DataTable):
@@ -49,6 +63,20 @@ class CellTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.session = session
         self._shown: dict[str, tuple[Text, Text, Text]] = {}  # each row's value, delta, mark
+        self.keys_to: KeySink | None = None  # set while an edit is open
+
+    def on_key(self, event: events.Key) -> None:
+        """While an edit is open, the keys are the edit's: no binding (the table's arrows,
+        the app's ``q``, ``u``, ``1``–``7``) sees them. Priority bindings (Ctrl+Q,
+        Ctrl+P) still act first, as Textual checks them before any widget."""
+        if self.keys_to is not None and self.keys_to.edit_key(event.key, event.character):
+            event.stop()
+            event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self.keys_to is not None:
+            event.stop()
+            self.keys_to.paste(event.text)
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
