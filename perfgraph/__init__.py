@@ -12,17 +12,31 @@ For notebooks::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from perfgraph.scenario.loading import Scenario, ScenarioSpec
+if TYPE_CHECKING:
+    from perfgraph.scenario.loading import Scenario, ScenarioSpec
 
 __all__ = ["Scenario", "ScenarioSpec", "load"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``perfgraph.Scenario`` and ``perfgraph.ScenarioSpec``, imported when first asked
+    for: ``import perfgraph.cli`` must not load NumPy before the command line has set how
+    NumPy starts (:mod:`perfgraph.cli`)."""
+    if name in ("Scenario", "ScenarioSpec"):
+        from perfgraph.scenario import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module 'perfgraph' has no attribute {name!r}")
 
 
 def load(scenario: str | None = None, *, model: str | None = None,
          hardware: str | None = None, workload: str | None = None,
          precision: str | None = None, set: Mapping[str, object] | None = None) -> Scenario:
     """Load a scenario (file and/or catalog choices) with optional ``--set``-style values."""
+    from perfgraph.scenario.loading import ScenarioSpec
     from perfgraph.scenario.loading import load as _load
 
     sets = tuple((name, value if isinstance(value, str) else repr(value))
