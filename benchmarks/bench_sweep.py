@@ -1,6 +1,6 @@
 """Sweep speed: 1,000,000 points over the full default sheet to Parquet, against NumPy by hand.
 
-Run: python3 benchmarks/bench_sweep.py [--quick | --only | --small]
+Run: python3 benchmarks/bench_sweep.py [--quick | --only | --small [--against DIR]]
 Targets (issue 5): the sweep written to Parquet in under 2 s on the 2-core machine, within 3x
 of a hand-written NumPy evaluation of the same formulas on the same points; 10,000,000
 points in bounded memory (peak RSS printed). Prints figures, asserts nothing.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -398,53 +399,79 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
     ]
 
 
-def small_sweep_vs_eval(out: Path, repeat: int = 7, bytecode: bool = False) -> str:
+def small_sweep_vs_eval(out: Path, repeat: int = 7, bytecode: bool = False,
+                        against: Path | None = None) -> list[str]:
     """A cold 1,000-point ``perfgraph sweep`` against a cold ``perfgraph eval`` (and
-    ``python -c "import numpy"``), the runs alternating so that all see the same load.
+    ``python -c "import numpy"``), the runs alternating so that all see the same load; with
+    ``against``, that checkout's eval and sweep too, in the same rounds.
 
     ``bytecode``: with compiled modules cached (in a folder of ``out``, one warm-up run of
     each first), as an installed package has them; without it, in the environment as it is
-    (where ``PYTHONDONTWRITEBYTECODE`` is set, every run compiles perfgraph's source)."""
-    commands = {
-        "numpy": [sys.executable, "-c", "import numpy"],
-        "eval": [sys.executable, "-m", "perfgraph.cli", "eval"],
-        "sweep": [sys.executable, "-m", "perfgraph.cli", "sweep", "--axis",
-                  "concurrency=1..1000", "--out", str(out / "thousand.parquet")],
-    }
+    (where ``PYTHONDONTWRITEBYTECODE`` is set, every run compiles perfgraph's source).
+    Wall time is the figure; CPU time (the child's user + system) is printed beside it, as
+    it moves less with the machine's load."""
     env = dict(os.environ)
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(out / "pycache")
-    times: dict[str, list[float]] = {name: [] for name in commands}
+    checkouts = {"": Path.cwd(), **({" (against)": against} if against else {})}
+    commands = {"numpy": ([sys.executable, "-c", "import numpy"], Path.cwd())}
+    for label, root in checkouts.items():
+        commands[f"eval{label}"] = ([sys.executable, "-m", "perfgraph.cli", "eval"], root)
+        commands[f"sweep{label}"] = ([sys.executable, "-m", "perfgraph.cli", "sweep", "--axis",
+                                      "concurrency=1..1000", "--out",
+                                      str(out / "thousand.parquet")], root)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for round_ in range(repeat + bytecode):
-        for name, argv in commands.items():
-            start = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env=env)
+        for name, (argv, root) in commands.items():
+            timing = _cold_run(argv, root, {**env, "PYTHONPATH": str(root)})
             if round_ or not bytecode:
-                times[name].append(time.perf_counter() - start)
-    best = {name: min(runs) for name, runs in times.items()}
-    paired = sorted(s / e for s, e in zip(times["sweep"], times["eval"], strict=True))
+                times[name].append(timing)
     how = "compiled modules cached" if bytecode else "as the environment is"
-    return (f"cold sweep of 1,000 points {best['sweep']:.3f} s, cold eval {best['eval']:.3f} s: "
+    lines = [f"{how}: `import numpy` {min(times['numpy'])[0]:.3f} s"]
+    for label in checkouts:
+        sweep_t, eval_t = times[f"sweep{label}"], times[f"eval{label}"]
+        best = {what: min(runs)[0] for what, runs in (("sweep", sweep_t), ("eval", eval_t))}
+        cpu = {what: min(c for _, c in runs) for what, runs in (("sweep", sweep_t),
+                                                               ("eval", eval_t))}
+        paired = sorted(s[0] / e[0] for s, e in zip(sweep_t, eval_t, strict=True))
+        lines.append(
+            f"  {str(checkouts[label]) if label else 'this checkout'}: cold sweep of 1,000 "
+            f"points {best['sweep']:.3f} s, cold eval {best['eval']:.3f} s: "
             f"{best['sweep'] / best['eval']:.2f}x, median of the paired ratios "
-            f"{paired[len(paired) // 2]:.2f}x (target ≤ 1x); `import numpy` "
-            f"{best['numpy']:.3f} s (eval {best['eval'] / best['numpy']:.2f}x); {how}")
+            f"{paired[len(paired) // 2]:.2f}x (target ≤ 1x); CPU {cpu['sweep']:.3f} s / "
+            f"{cpu['eval']:.3f} s = {cpu['sweep'] / cpu['eval']:.2f}x")
+    return lines
+
+
+def _cold_run(argv: list[str], root: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``argv`` in a new process started in ``root``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env, cwd=root)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
     if "--small" in sys.argv:  # the cold 1,000-point sweep against eval alone
+        against = (Path(sys.argv[sys.argv.index("--against") + 1]).resolve()
+                   if "--against" in sys.argv else None)
         with tempfile.TemporaryDirectory() as folder:
-            print(small_sweep_vs_eval(Path(folder)))
-            print(small_sweep_vs_eval(Path(folder), bytecode=True))
+            for bytecode in (False, True):
+                print("\n".join(small_sweep_vs_eval(Path(folder), bytecode=bytecode,
+                                                    against=against)))
         return
     if "--only" in sys.argv:  # the issue 15 figures alone
         bench = Bench(AXES)
         with tempfile.TemporaryDirectory() as folder:
             print("\n".join(only_figures(bench, Path(folder), 3)))
-            print(small_sweep_vs_eval(Path(folder)))
-            print(small_sweep_vs_eval(Path(folder), bytecode=True))
+            for bytecode in (False, True):
+                print("\n".join(small_sweep_vs_eval(Path(folder), bytecode=bytecode)))
         return
     repeat = 1 if quick else 3
     bench = Bench(AXES)
