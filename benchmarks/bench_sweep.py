@@ -1,6 +1,6 @@
 """Sweep speed: 1,000,000 points over the full default sheet to Parquet, against NumPy by hand.
 
-Run: python3 benchmarks/bench_sweep.py [--quick | --only | --small [--against DIR]]
+Run: python3 benchmarks/bench_sweep.py [--quick | --only | --small [--against DIR] [--repeat N]]
 Targets (issue 5): the sweep written to Parquet in under 2 s on the 2-core machine, within 3x
 of a hand-written NumPy evaluation of the same formulas on the same points; 10,000,000
 points in bounded memory (peak RSS printed). Prints figures, asserts nothing.
@@ -461,10 +461,10 @@ def main() -> None:
     if "--small" in sys.argv:  # the cold 1,000-point sweep against eval alone
         against = (Path(sys.argv[sys.argv.index("--against") + 1]).resolve()
                    if "--against" in sys.argv else None)
+        repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 7
         with tempfile.TemporaryDirectory() as folder:
             for bytecode in (False, True):
-                print("\n".join(small_sweep_vs_eval(Path(folder), bytecode=bytecode,
-                                                    against=against)))
+                print("\n".join(small_sweep_vs_eval(Path(folder), repeat, bytecode, against)))
         return
     if "--only" in sys.argv:  # the issue 15 figures alone
         bench = Bench(AXES)
