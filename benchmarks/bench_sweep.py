@@ -1,6 +1,7 @@
 """Sweep speed: 1,000,000 points over the full default sheet to Parquet, against NumPy by hand.
 
-Run: python3 benchmarks/bench_sweep.py [--quick | --only | --small [--against DIR] [--repeat N]]
+Run: python3 benchmarks/bench_sweep.py [--quick | --only | --split | --small [--against DIR]
+[--repeat N]]
 Targets (issue 5): the sweep written to Parquet in under 2 s on the 2-core machine, within 3x
 of a hand-written NumPy evaluation of the same formulas on the same points; 10,000,000
 points in bounded memory (peak RSS printed). Prints figures, asserts nothing.
@@ -30,6 +31,7 @@ from perfgraph.engine.units import unit
 from perfgraph.output import parquet as export
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import sweep
+from perfgraph.whatif.grid import chunks as grid_chunks
 
 AXES = ["concurrency=1..500", "tp=1,2,4,8", "isl=512..256000:+512"]  # 500 x 4 x 500
 BIG_AXES = ["concurrency=1..500", "tp=1..20", "isl=256..256000:+256"]  # 10,000,000
@@ -456,6 +458,47 @@ def _cold_run(argv: list[str], root: Path, env: dict[str, str]) -> tuple[float, 
     return wall, cpu
 
 
+def write_split(bench: Bench, out: Path) -> list[str]:
+    """Where the million-point sweep's time goes: evaluation, the frames, and the Parquet
+    write of every column, of the varying columns alone and of the constant ones alone
+    (each evaluated and written as ``perfgraph sweep`` does, through its own writer)."""
+    plan, units = bench.plan, sweep.selected_units(bench.plan)
+    sheet = plan.scenario(next(plan.specs())).sheet
+    present = [n for n in units if n in set(sheet.names)]
+    varying: set[str] = set()
+    for _, _, columns in grid_chunks(sheet, plan.cell_axes, only=present):
+        varying |= {n for n, c in columns.items() if c.strides != (0,)}
+
+    def write(names: list[str], path: Path) -> None:
+        chosen = {n: units[n] for n in names}
+        export.write_frames(path, lambda: sweep.frames(plan, chosen),
+                            export.schema(list(chosen)), chosen)
+
+    def evaluate() -> None:
+        for _ in grid_chunks(sheet, plan.cell_axes, only=present):
+            pass
+
+    steps = [
+        ("evaluate (evaluate_columns, 64k-row chunks)", evaluate, None),
+        ("+ the Polars frames (chunk_frame)", lambda: list(map(len, sweep.frames(plan, units))),
+         None),
+        ("+ written to Parquet, every column", lambda: write(list(units), out / "all.parquet"),
+         out / "all.parquet"),
+        (f"the {len(varying)} varying columns alone",
+         lambda: write([n for n in units if n in varying], out / "varying.parquet"),
+         out / "varying.parquet"),
+        (f"the {len(units) - len(varying)} constant columns alone",
+         lambda: write([n for n in units if n not in varying], out / "constant.parquet"),
+         out / "constant.parquet"),
+    ]
+    lines = [f"{plan.points:,} points, {len(units)} cell columns: wall, CPU (all threads)"]
+    for what, fn, path in steps:
+        wall, cpu = timed(fn, 1)
+        size = f", {path.stat().st_size / 1e6:.0f} MB" if path else ""
+        lines.append(f"  {what:<48}{wall:>7.2f} s {cpu:>7.2f} s{size}")
+    return lines
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     if "--small" in sys.argv:  # the cold 1,000-point sweep against eval alone
@@ -465,6 +508,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             for bytecode in (False, True):
                 print("\n".join(small_sweep_vs_eval(Path(folder), repeat, bytecode, against)))
+        return
+    if "--split" in sys.argv:  # where the million-point sweep's time goes
+        with tempfile.TemporaryDirectory() as folder:
+            print("\n".join(write_split(Bench(AXES), Path(folder))))
         return
     if "--only" in sys.argv:  # the issue 15 figures alone
         bench = Bench(AXES)
