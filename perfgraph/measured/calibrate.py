@@ -99,6 +99,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
                      for c in fitted if _queued(c))
     groups = _groups(base, fitted, leave_out_queued=True)
     engine, documented = documented_targets(fitted, base)
+    by_engine = {c: v for c, v in documented.items() if c not in held_at}
     fixed = {**documented, **held_at}
     free = tuple(t for t in chosen if t.cell not in fixed)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
@@ -110,14 +111,14 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     best, cost = _minimise(lambda x: _residuals(groups, x, free, fixed), len(free))
     values, notes = _settled(groups, best, free, fixed)
     notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
-                   for c, v in documented.items() if c not in held_at)
+                   for c, v in by_engine.items())
     held_groups = _groups(held_base, held, leave_out_queued=False) if held else []
     return Fit(values, units,
                _errors(_groups(base, fitted, leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
                tuple(fitted), tuple(held), excluded,
                math.sqrt(cost / observations), notes, _workloads(fitted),
-               {c: v for c, v in documented.items() if c not in held_at}, engine)
+               by_engine, engine)
 
 
 def _chosen(targets: Sequence[str] | None) -> tuple[Target, ...]:

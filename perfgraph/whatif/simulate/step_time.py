@@ -38,9 +38,8 @@ token, pp_handoff_      step's own tokens; a prefill-only step sends its tokens 
 bandwidth               prefill_pp_handoff_time)
 step_overhead           added to every step
 seq_step_overhead       added per decoding sequence to every step
-activation_bytes_per_   the activation kernels every TP rank runs in full: per token of the
-token                   step, ÷ one GPU's achievable bandwidth (step_activation_time; a
-                        prompt's prefill_activation_time)
+activation_time_per_    the activation kernels every TP rank runs in full, per token of the
+token                   step (step_activation_time; a prompt's prefill_activation_time)
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
 tp_comm_latency_time,   (the sheet's tp_comm_time_per_token, scaled to the step's decodes)
 tp_comm_bytes_time
@@ -131,9 +130,8 @@ class StepModel:
             comm_per_decode=exposed * m("tp_comm_bytes_time", "s") / max(m("concurrency"), 1),
             prefill_comm_per_token=m("prefill_tp_comm_time", "s") / m("isl", "token"),
             ttft_overhead=m("ttft_overhead", "s"),
-            activation=m("activation_bytes_per_token", "B/token")
-            / (m("hbm_bandwidth", "B/s") * m("bandwidth_efficiency"))
-            if "activation_bytes_per_token" in sheet.names else 0.0,
+            activation=m("activation_time_per_token", "s/token")
+            if "activation_time_per_token" in sheet.names else 0.0,
             steady="pp_steady_state" in sheet.names and bool(m("pp_steady_state")),
             **_handoff(sheet),
             weight_table=weight_table(sheet))
@@ -231,8 +229,7 @@ class StepModel:
         # causal pairs: a whole prompt isl² / 2; the chunk's tokens isl / 2 each; the sheet's
         # itl is the mean of the steps with a chunk (share) and without
         step = share * self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2) \
-            + (1 - share) * self.time(b, 0, ctx, ctx) if share < 1 \
-            else self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2)
+            + (1 - share) * self.time(b, 0, ctx, ctx)
         pairs = [("itl", step, m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
                   self.time(0, isl, isl, 0, isl * isl / 2),
