@@ -3,6 +3,7 @@ refit of one term on top of a shared fit), and refuse targets it does not know."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,22 @@ def test_an_unknown_target_is_refused() -> None:
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
     assert len(TARGETS) == 9
+
+
+@pytest.mark.parametrize(("table", "said"), [
+    ({"tp_comm_exposed": "yes"}, "tp_comm_exposed = 'yes': expected a number from 0 to 1"),
+    ({"tp_comm_exposed": 2}, "tp_comm_exposed = 2: expected a number from 0 to 1"),
+    ({"comm_overlap": 1}, "names comm_overlap: expected some of"),
+])
+def test_an_engine_files_realistic_table_is_checked(monkeypatch, table, said) -> None:
+    """A value an engine file holds for the fit must be a target, a number, in its bounds:
+    one message naming the file and the cell, not a traceback from float()."""
+    import types
+
+    import perfgraph.measured.targets as targets
+
+    monkeypatch.setattr(targets, "engine_entry",
+                        lambda name: types.SimpleNamespace(table=lambda key: table))
+    with pytest.raises(InputError, match=re.escape(said)) as exc:
+        calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()))
+    assert "engines/vllm.toml [realistic]" in str(exc.value)

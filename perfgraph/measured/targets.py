@@ -58,4 +58,11 @@ def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, 
     if unknown:
         raise InputError(f"engines/{engine}.toml [realistic] names {', '.join(unknown)}: "
                          f"expected some of {', '.join(t.cell for t in TARGETS)}", name=unknown[0])
+    bounds = {t.cell: t for t in TARGETS}
+    for cell, value in table.items():
+        t = bounds[cell]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not t.low <= value <= t.high:
+            raise InputError(f"engines/{engine}.toml [realistic] {cell} = {value!r}: expected "
+                             f"a number from {t.low:g} to {t.high:g} ({t.doc})", name=cell)
     return engine, {k: float(v) for k, v in table.items()}
