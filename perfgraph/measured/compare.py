@@ -7,7 +7,11 @@
 The model is evaluated at each run's own configuration (``perfgraph.measured.setup``). Each metric
 compares like with like and says what it compared:
 
-* TTFT: the measured mean (else median) vs the roofline prefill of one prompt (no queueing);
+* TTFT: the measured median (else mean) vs the roofline prefill of one prompt (no queueing).
+  The sheet's TTFT is a steady-state request's; a benchmark's mean also holds its ramp (a
+  closed-loop client such as InferenceX's starts all N users at once: the first N of its
+  10 × N requests, 10%, queue behind each other's prefills) and its outliers (a first-batch
+  kernel compile, a retraction), which the median leaves out;
 * TPOT: time per output token excluding the first (ITL per streamed chunk only when the file
   has no TPOT) vs the roofline decode step at the run's batch;
 * E2EL vs the roofline end-to-end latency of one request, at the run's OSL (its implied mean
@@ -46,9 +50,11 @@ from perfgraph.scenario.loading import load
 MFU_FORMULA = "throughput * (isl + osl) / osl * flops_per_token / (n_gpus * peak_flops)"
 MBU_FORMULA = "decode_bytes_per_step / itl / (n_gpus * hbm_bandwidth)"
 
-#: metric → (the model's cell, unit compared in, the measured keys to try, best first)
+#: metric → (the model's cell, unit compared in, the measured keys to try, best first);
+#: TTFT's median first (a steady-state request's, see above), the others' mean (TPOT's mean
+#: is the run's throughput per user)
 LATENCIES = {
-    "ttft": ("ttft", "ms", ("ttft", "ttft_median", "ttft_p50")),
+    "ttft": ("ttft", "ms", ("ttft_median", "ttft_p50", "ttft")),
     "tpot": ("itl", "ms", ("tpot", "tpot_median", "tpot_p50", "itl", "itl_median", "itl_p50")),
     "e2el": ("e2e_latency", "ms", ("e2el", "e2el_median", "e2el_p50")),
 }
