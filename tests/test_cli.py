@@ -107,8 +107,8 @@ def test_explain_an_input_says_where_it_was_set(capsys: pytest.CaptureFixture[st
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "explain", "ttft", "-f", "json")
     doc = json.loads(out)
-    assert doc["reads"] == ["prefill_time", "prefill_activation_time", "prefill_tp_comm_time",
-                            "ttft_in_batch", "ttft_overhead"] and "e2e_latency" in doc["read_by"]
+    assert doc["reads"] == ["ttft_prefill", "prefill_tp_comm_time", "ttft_in_batch",
+                            "ttft_overhead"] and "e2e_latency" in doc["read_by"]
 
 
 def test_error_values_print_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,7 +126,7 @@ BAD_CASES = [
     ("toml-syntax.toml", ["toml-syntax.toml:4:", "TOML syntax error"]),
     ("unknown-name.toml", ["unknown-name.toml:2", "unknown name 'concurency'",
                            "did you mean 'concurrency'"]),
-    ("cycle.toml", ["cycle.toml:3", "cycle", "prefill_time → ttft → prefill_time"]),
+    ("cycle.toml", ["cycle.toml:3", "cycle", "prefill_time → ttft_prefill → ttft → prefill_time"]),
     ("dimension.toml", ["dimension.toml:2", "gives FLOP", "declared in ms"]),
     ("dimension-add.toml", ["cannot add or subtract B and FLOP"]),
     ("unknown-unit.toml", ["unknown-unit.toml:3", "unknown unit 'TQ'"]),

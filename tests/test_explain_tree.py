@@ -40,19 +40,19 @@ def test_depth_limits_the_levels(sheet) -> None:
     assert [t.cell.name for t in one.reads] == list(sheet.precedents("ttft"))
     assert all(t.reads == () for t in one.reads)
     two = value_tree(sheet, "ttft", 2)
-    assert [t.cell.name for t in two.reads[0].reads] == list(sheet.precedents("prefill_time"))
+    assert [t.cell.name for t in two.reads[0].reads] == list(sheet.precedents("ttft_prefill"))
 
 
 def test_cli_prints_and_emits_the_tree(capsys) -> None:
     assert main(["explain", "ttft", "--depth", "2"]) == 0
     out = capsys.readouterr().out
-    assert ("  derived from\n    ttft = 36.51 ms  = prefill_time + prefill_activation_time + "
-            "prefill_tp_comm_time + ttft_in_batch + ttft_overhead\n      prefill_time = 36.51 ms"
+    assert ("  derived from\n    ttft = 36.51 ms  = ttft_prefill + prefill_tp_comm_time + "
+            "ttft_in_batch + ttft_overhead\n      ttft_prefill = 36.51 ms"
             ) in out
     assert main(["explain", "ttft", "--depth", "all", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tree"]["name"] == "ttft"
-    assert data["tree"]["reads"][0]["name"] == "prefill_time"
+    assert data["tree"]["reads"][0]["name"] == "ttft_prefill"
     assert data["tree"]["reads"][0]["value"] == pytest.approx(36.51, rel=1e-3)
 
 
