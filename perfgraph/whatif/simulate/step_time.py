@@ -43,7 +43,9 @@ token                   step (step_activation_time; a prompt's prefill_activatio
 tp_comm_exposed,        decode steps add ``exposed × (latency + bytes × d ÷ concurrency)``
 tp_comm_latency_time,   (the sheet's tp_comm_time_per_token, scaled to the step's decodes)
 tp_comm_bytes_time
-prefill_tp_comm_time    prefill-only steps add it per prompt token (÷ isl)
+prefill_tp_comm_time    every step adds it per prompt token it carries (÷ isl: the sheet's
+                        step_prefill_comm_time; an all-reduce moves the decodes and the chunk
+                        together)
 ttft_overhead           added to each request's first token (not to the GPU's time)
 ======================  ============================================================
 
@@ -175,7 +177,7 @@ class StepModel:
             roofline = max(memory, compute)
         return (self.stages * roofline + self.overhead + decodes * self.seq_overhead
                 + self.comm_latency + self.comm_per_decode * decodes
-                + self._handoff((decodes + prefill) / mb))
+                + prefill * self.prefill_comm_per_token + self._handoff((decodes + prefill) / mb))
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float,
                       prompts: int = 1) -> float:
