@@ -72,3 +72,24 @@ def test_a_lone_prompt_under_pp_runs_the_stages_in_turn(steady: str) -> None:
     gap = 10 * s.magnitude("e2e_latency", "s")
     ttft = summarise(simulate(s, Setup(rate=1 / gap, cv=0.0, requests=5)), s)["latency"]["ttft"]
     assert ttft[1]["mean"] == pytest.approx(s.magnitude("ttft", "ms"), rel=1e-3)
+
+
+def test_a_prompt_chunk_fills_one_microbatch_and_the_heaviest_sets_the_stage() -> None:
+    """One prompt's chunk runs in one microbatch (a V0 virtual engine), so beside 64 decodes
+    spread over 2 microbatches the stage time is that microbatch's: 32 decodes + the whole
+    chunk, not 32 + half of it. By hand: the step's GEMMs are compute-bound at 4,096 prompt
+    tokens; one prompt costs (4096 − 2048) × (FLOPs/token ÷ (pp × compute) + activation time
+    per token ÷ pp) per stage more than two, over the pp_step_stages = 2 stages."""
+    s = sheet("kernel_roofline=true", "replicated_activations=true")
+    model = StepModel.from_sheet(s)
+    ctx, chunk = 64 * 1536, 4096
+    one = model.time(64, chunk, ctx + chunk, ctx, 0.0, prompts=1)
+    two = model.time(64, chunk, ctx + chunk, ctx, 0.0, prompts=2)
+    many = model.time(64, chunk, ctx + chunk, ctx, 0.0, prompts=8)
+    per_token = (s.magnitude("flops_per_token", "FLOP/token") / (2 * s.magnitude(
+        "achievable_flops", "FLOP/s")) + s.magnitude("activation_time_per_token", "s/token") / 2)
+    assert one - two == pytest.approx(2 * (chunk - chunk / 2) * per_token, rel=1e-9)
+    assert many == pytest.approx(two)  # at most pp_microbatches carry chunks
+    # the sheet's chunk step divides its prompt tokens the same way (chunk_microbatches)
+    assert s.magnitude("chunk_microbatches") == 1  # the default 1k prompt, one a chunk step
+    assert model.check(s) == []

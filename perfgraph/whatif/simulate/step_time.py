@@ -151,7 +151,7 @@ class StepModel:
 
     def time(self, decodes: float, prefill: float, kv_tokens: float,
              decode_attention: float = 0.0, prefill_attention: float = 0.0,
-             prompts: int = 1) -> float:
+             prompts: float = 1) -> float:
         """Seconds of one step: ``decodes`` sequences, ``prefill`` tokens of ``prompts``
         prompts, ``kv_tokens`` read; ``decode_attention`` is Σ context over the decodes and
         ``prefill_attention`` Σ tokens × context over the chunks (for attention's FLOPs,
@@ -163,13 +163,16 @@ class StepModel:
             + prefill_attention * self.prefill_attention_flops
         weights = self.weights(decodes + prefill)
         if self.kernel:
-            linear = max(weights / (pp * self.bandwidth),
-                         (decodes + prefill) * self.flops_per_token / (mb * pp * f))
+            # the heaviest microbatch sets a stage's time: the decodes spread over all m,
+            # each prompt's chunk in one (at most min(m, prompts) carry chunks)
+            k = max(1.0, min(mb, float(prompts)))
+            heavy = decodes / mb + prefill / k
+            linear = max(weights / (pp * self.bandwidth), heavy * self.flops_per_token / (pp * f))
             attention = max(kv_tokens * self.kv_bytes_per_token
                             / (mb * pp * self.attention_bandwidth),
                             decode_attention * self.attention_flops / (mb * pp * f)) \
-                + prefill_attention * self.prefill_attention_flops / (mb * pp * f)
-            roofline = linear + attention + (decodes + prefill) * self.activation / (mb * pp)
+                + prefill_attention * self.prefill_attention_flops / (k * pp * f)
+            roofline = linear + attention + heavy * self.activation / pp
         else:
             memory = (weights + kv_tokens * self.kv_bytes_per_token / mb) / (
                 pp * self.bandwidth)
@@ -180,7 +183,7 @@ class StepModel:
                 + prefill * self.prefill_comm_per_token + self._handoff((decodes + prefill) / mb))
 
     def _prefill_step(self, prefill: float, kv_tokens: float, attention: float,
-                      prompts: int = 1) -> float:
+                      prompts: float = 1) -> float:
         """A step of prompts alone. Under PP its prompts fill at most ``prompts``
         microbatches (a prompt is not split over them): one prompt runs the pp stages one
         after another, the sheet's prefill_time."""
@@ -228,9 +231,10 @@ class StepModel:
         b, isl = m("concurrency"), m("isl", "token")
         ctx = b * m("avg_context", "token")
         chunk, share = _chunk_steps(sheet)
+        prompts = m("chunk_microbatches") if "chunk_microbatches" in sheet.names else 1
         # causal pairs: a whole prompt isl² / 2; the chunk's tokens isl / 2 each; the sheet's
         # itl is the mean of the steps with a chunk (share) and without
-        step = share * self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2) \
+        step = share * self.time(b, chunk, ctx + chunk, ctx, chunk * isl / 2, prompts) \
             + (1 - share) * self.time(b, 0, ctx, ctx)
         pairs = [("itl", step, m("itl", "s")),
                  ("prefill_time + prefill_tp_comm_time",
