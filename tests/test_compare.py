@@ -432,3 +432,15 @@ def test_cli_compare_bad_scenario_option_is_one_line(capsys):
     assert main(["compare", str(H100[0]), "--hardware", "h100-sxn"]) == 2
     err = capsys.readouterr().err
     assert "unknown hardware 'h100-sxn'" in err and "Traceback" not in err
+
+
+def test_a_run_of_unsaid_precision_on_a_gpu_without_the_default_one_names_the_ones_it_has():
+    """The A100 vLLM JSONs name no precision and the default (FP8) has no dense compute on an
+    A100: the run is refused with the precisions the chip has, not failed deep in the model."""
+    path = DATA / "a100_vllm_llama33_70b" / "01_tp8_pp1" / \
+        "serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_inf.json"
+    [c] = compare_runs(read_runs(path).runs, Baseline.from_spec(ScenarioSpec()))
+    assert c.error == ("the file does not say its precision, and the default fp8 has no dense "
+                       "compute on a100-40gb: pass --precision (bf16 or int8)")
+    [ok] = compare_runs(read_runs(path).runs, Baseline.from_spec(ScenarioSpec(precision="bf16")))
+    assert ok.error is None and ok.metric("tpot").modelled is not None
