@@ -287,23 +287,44 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+def _builds(runs: list[MeasuredRun]) -> list[str]:
+    """The engine builds of the runs, each its image's tag (``v0.5.12-cu130``; ``?`` where a
+    row names none), in order of first appearance."""
+    tags = [(r.engine_build or "?").rsplit(":", 1)[-1] for r in runs]
+    return list(dict.fromkeys(tags))
+
+
 def rows(fits: list[tuple[Split, Fit]]) -> list[dict]:
     out = []
     for split, fit in fits:
         errors = {e.metric: e for e in fit.held_out}
+        builds = {"fit": _builds(_runs(split.fit)), "held": _builds(_runs(split.held))}
         out.append({"split": split.name, "kind": split.kind, "runs": len(fit.held_out_runs),
+                    "builds": builds,
                     **{m: {"roofline": e.roofline, "median": e.calibrated,
                            "p90": e.calibrated_p90} for m, e in errors.items()},
                     "notes": list(fit.notes)})
     return out
 
 
+def _builds_said(builds: dict[str, list[str]]) -> str:
+    """The held-out runs' builds, each the fit did not see marked so (``?``: rows that name
+    none): a split across engine versions measures the versions' difference as well as the
+    model's."""
+    if builds["held"] == ["?"] and builds["fit"] == ["?"]:
+        return "—"
+    return ", ".join(b if b in builds["fit"] or b == "?" else f"**{b}** (not fitted)"
+                     for b in builds["held"])
+
+
 def markdown(table: list[dict]) -> str:
-    lines = ["| split | held-out runs | TTFT | TPOT | throughput |", "|---|---:|---:|---:|---:|"]
+    lines = ["| split | held-out runs | TTFT | TPOT | throughput | engine builds: held out "
+             "(not fitted) |", "|---|---:|---:|---:|---:|---|"]
     for r in table:
         cells = [f"{_pct(r[m]['median'])} (p90 {_pct(r[m]['p90'])}; roofline "
                  f"{_pct(r[m]['roofline'])})" for m in ("ttft", "tpot", "throughput")]
-        lines.append(f"| {r['split']} | {r['runs']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['split']} | {r['runs']} | " + " | ".join(cells)
+                     + f" | {_builds_said(r['builds'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -38,6 +38,7 @@ def test_single_node_sglang_fp4_mi355x(rows):
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(198.9447984579421)
     assert run.metrics["total_throughput"].value == pytest.approx(4 * 198.9447984579421)
     assert run.metrics["output_throughput_per_gpu"].value == pytest.approx(98.9883650269406)
+    assert run.engine_build == "lmsysorg/sglang:v0.5.12-rocm700-mi35x"  # the row's image
     assert run.metrics["power"].value == pytest.approx(628.907)
     assert run.metrics["power"].unit == "W"
     assert (run.ep, run.dp_attention, run.disaggregated, run.spec_decoding) == \

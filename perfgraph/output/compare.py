@@ -276,7 +276,7 @@ def records(comparisons: Sequence[Comparison]) -> list[dict]:
                      "osl_measured": r.osl_measured, "osl_implied": r.osl_implied,
                      "isl_expected": r.isl_expected, "osl_expected": r.osl_expected,
                      "e2el_osl": s.e2el_osl, "engine": s.engine, "engine_in_file": r.engine,
-                     **{k: getattr(r, k) for k in DEPLOYMENT}}
+                     "engine_build": r.engine_build, **{k: getattr(r, k) for k in DEPLOYMENT}}
         for name in METRICS:
             m = c.metric(name)
             unit = "token_per_s" if name == "throughput" else "ms"
@@ -316,8 +316,8 @@ def as_json(comparisons: Sequence[Comparison], measured: Measured) -> str:
                 "concurrency_configured", "concurrency_measured", "isl", "osl", "isl_source",
                 "osl_source", "isl_configured", "osl_configured", "isl_measured",
                 "osl_measured", "osl_implied", "isl_expected", "osl_expected", "e2el_osl",
-                "engine", "engine_in_file", *DEPLOYMENT, "mfu", "mbu", "decode_headroom",
-                "caveats", "notes", "error")
+                "engine", "engine_in_file", "engine_build", *DEPLOYMENT, "mfu", "mbu",
+                "decode_headroom", "caveats", "notes", "error")
         runs.append({**{k: flat[k] for k in keep}, "metrics": metrics,
                      "findings": [{"id": f.id, "title": f.title, "text": f.text, "lever": f.lever,
                                    "effect": f.effect} for f in c.findings]})

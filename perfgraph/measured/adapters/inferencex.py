@@ -107,6 +107,7 @@ class InferenceXRowsAdapter(Adapter):
             isl_configured=isl, osl_configured=osl,
             isl_expected=_mean(isl), osl_expected=_mean(osl),
             engine=ENGINES.get(framework.lower(), framework.lower()),
+            engine_build=str(record["image"]) if record.get("image") else None,
             spec_decoding=spec, gpus=gpus,
             ep=deploy["decode_ep"], dp_attention=deploy["decode_dp_attention"],
             **{k: deploy[k] for k in ("disaggregated", "prefill_gpus", "decode_gpus",

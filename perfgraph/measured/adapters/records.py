@@ -78,6 +78,9 @@ class MeasuredRun:
     osl_expected: float | None = None
     #: the serving engine as the file names it, normalised (vllm, sglang, trtllm, atom …)
     engine: str | None = None
+    #: the engine build the run served with, as the file names it (InferenceX: the container
+    #: image, ``lmsysorg/sglang:v0.5.12-cu130``); rows of one engine span builds
+    engine_build: str | None = None
     #: the deployment beyond TP, as the file gives it (None where it does not say); the model
     #: may not use every field yet, the run carries them (``compare --format json``)
     pp: int | None = None
