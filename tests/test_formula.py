@@ -16,6 +16,7 @@ from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration
 from perfgraph.engine.formula import FUNCTIONS, MAX_DEPTH, Formula, parse
 from perfgraph.engine.units import Dims, parse_quantity, unit
+from perfgraph.engine.units.registry import in_registry
 from perfgraph.errors import (
     DimensionError,
     FormulaSyntaxError,
@@ -338,6 +339,16 @@ def test_quantity_strings_read_as_one_number_or_raise_the_unit_error(text: str) 
 
 
 _CELL = Declaration(name="cell", unit="B/s")
+
+
+@pytest.mark.parametrize("raw", ["0¼", "'0¼'", "0{¼", "'0{¼'"])
+def test_a_character_pints_parser_asserts_on_is_one_clear_error(raw: str) -> None:
+    """Hypothesis found these: '¼' is a word to the unit grammar and a number to Pint's
+    tokenizer, which failed an internal assert when asked whether it names a unit."""
+    assert not in_registry("¼")
+    with pytest.raises((FormulaSyntaxError, UnitError)) as info:
+        interpret(_CELL, raw)
+    assert info.value.name == "cell"
 
 
 @settings(max_examples=300, deadline=_FAST)

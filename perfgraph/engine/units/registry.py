@@ -80,10 +80,12 @@ def get_registry() -> pint.UnitRegistry[Any]:
 
 
 def in_registry(name: str) -> bool:
-    """Whether Pint knows the unit name (SI prefixes included)."""
+    """Whether Pint knows the unit name (SI prefixes included). A name Pint's parser cannot
+    take is not a unit: it raises its own errors, and on some characters (``¼``, a number
+    to its tokenizer) fails an internal ``assert``."""
     import pint
 
     try:
         return name in get_registry()
-    except (pint.PintError, AttributeError, TypeError, ValueError):  # pragma: no cover
+    except (pint.PintError, AttributeError, TypeError, ValueError, AssertionError):
         return False
