@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from perfgraph._infra.atomic import write_text_atomic  # noqa: E402
 from perfgraph.measured.adapters import MeasuredRun, read_runs  # noqa: E402
 from perfgraph.measured.calibrate import Fit, MetricError, calibrate, overlay_text  # noqa: E402
+from perfgraph.measured.compare import Comparison  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
 from perfgraph.scenario.profiles import PROFILES_DIR  # noqa: E402
@@ -287,10 +288,10 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def _builds(runs: list[MeasuredRun]) -> list[str]:
-    """The engine builds of the runs, each its image's tag (``v0.5.12-cu130``; ``?`` where a
-    row names none), in order of first appearance."""
-    tags = [(r.engine_build or "?").rsplit(":", 1)[-1] for r in runs]
+def _builds(compared: tuple[Comparison, ...]) -> list[str]:
+    """The engine builds of a fit's runs, each its image's tag (``v0.5.12-cu130``; ``?``
+    where a row names none), in order of first appearance."""
+    tags = [(c.run.engine_build or "?").rsplit(":", 1)[-1] for c in compared]
     return list(dict.fromkeys(tags))
 
 
@@ -298,7 +299,7 @@ def rows(fits: list[tuple[Split, Fit]]) -> list[dict]:
     out = []
     for split, fit in fits:
         errors = {e.metric: e for e in fit.held_out}
-        builds = {"fit": _builds(_runs(split.fit)), "held": _builds(_runs(split.held))}
+        builds = {"fit": _builds(fit.fitted_runs), "held": _builds(fit.held_out_runs)}
         out.append({"split": split.name, "kind": split.kind, "runs": len(fit.held_out_runs),
                     "builds": builds,
                     **{m: {"roofline": e.roofline, "median": e.calibrated,

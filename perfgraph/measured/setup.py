@@ -274,7 +274,7 @@ def _precision(run: MeasuredRun, base: Baseline, notes: list[str], hardware: str
             notes.append(f"--precision {chosen} not used: {where} {given}")
         return hint
     if "precision" not in base.explicit and not _has_peak(hardware, chosen):
-        has = [k for k, row in precisions().data.items() if _has_peak(hardware, k)]
+        has = [k for k in precisions().data if _has_peak(hardware, k)]
         raise _Refused(f"the file does not say its precision, and the default {chosen} has no "
                        f"dense compute on {hardware}: pass --precision ({' or '.join(has)})")
     how = "from the scenario options" if "precision" in base.explicit else \
