@@ -51,6 +51,9 @@ class MetricError:
     roofline: float | None  # median |model/measured − 1| before the fit (fraction)
     calibrated: float | None  # the same after it
     calibrated_p90: float | None = None  # the 90th percentile after it
+    #: each run's |model/measured − 1| after the fit, so that errors of several fits can be
+    #: pooled (benchmarks/validate_calibration.py: the median over every held-out run)
+    errors: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def _errors(groups: Sequence[_Group], values: Mapping[str, float]) -> tuple[Metr
         before = _abs_errors(groups, {}, m)
         after = _abs_errors(groups, values, m)
         out.append(MetricError(m, len(after), _median(before), _median(after),
-                               _quantile(after, 0.9)))
+                               _quantile(after, 0.9), tuple(float(e) for e in after)))
     return tuple(out)
 
 
