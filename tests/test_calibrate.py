@@ -82,6 +82,12 @@ def test_fit_on_1k1k_beats_the_roofline_and_reports_the_held_out_8k1k_error(fit)
     # prompt counted apart from its chunk steps (the weights read twice) at 22% TTFT, 6% TPOT
     assert held["tpot"].calibrated < 0.05 and held["throughput"].calibrated < 0.1
     assert held["ttft"].calibrated < 0.2
+    # each run's error is kept, so several fits' errors can be pooled: its median and p90
+    # are the ones stated
+    for e in (*fit.fitted, *fit.held_out):
+        assert len(e.errors) == e.runs
+        assert np.median(e.errors) == pytest.approx(e.calibrated)
+        assert np.quantile(e.errors, 0.9) == pytest.approx(e.calibrated_p90)
 
 
 def _synthetic_runs(truth: dict[str, float]):
