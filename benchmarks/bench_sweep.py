@@ -401,6 +401,13 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
     ]
 
 
+#: ``perfgraph`` with the small sweep's Parquet write replaced by nothing (the file is not
+#: written; pyarrow is not imported)
+NO_WRITE = ("import sys; from perfgraph._infra import parquet; "
+            "parquet.write_table = lambda *a, **k: True; "
+            "from perfgraph.cli.main import main; sys.argv[0] = 'perfgraph'; sys.exit(main())")
+
+
 def small_sweep_vs_eval(out: Path, repeat: int = 7, bytecode: bool = False,
                         against: Path | None = None) -> list[str]:
     """A cold 1,000-point ``perfgraph sweep`` against a cold ``perfgraph eval`` (and
@@ -423,6 +430,11 @@ def small_sweep_vs_eval(out: Path, repeat: int = 7, bytecode: bool = False,
         commands[f"sweep{label}"] = ([sys.executable, "-m", "perfgraph.cli", "sweep", "--axis",
                                       "concurrency=1..1000", "--out",
                                       str(out / "thousand.parquet")], root)
+    # the same sweep with the Parquet write (pyarrow's import and the file) left out: what the
+    # sweep costs before any writer, against the same eval
+    commands["sweep, no write"] = ([sys.executable, "-c", NO_WRITE, "sweep", "--axis",
+                                    "concurrency=1..1000", "--out", str(out / "none.parquet")],
+                                   Path.cwd())
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for round_ in range(repeat + bytecode):
         for name, (argv, root) in commands.items():
@@ -431,6 +443,10 @@ def small_sweep_vs_eval(out: Path, repeat: int = 7, bytecode: bool = False,
                 times[name].append(timing)
     how = "compiled modules cached" if bytecode else "as the environment is"
     lines = [f"{how}: `import numpy` {min(times['numpy'])[0]:.3f} s"]
+    bare, cold = times["sweep, no write"], times["eval"]
+    lines.append(f"  this checkout, the sweep without its Parquet write: "
+                 f"{min(bare)[0]:.3f} s against eval {min(cold)[0]:.3f} s: "
+                 f"{min(bare)[0] / min(cold)[0]:.2f}x (the write is the rest)")
     for label in checkouts:
         sweep_t, eval_t = times[f"sweep{label}"], times[f"eval{label}"]
         best = {what: min(runs)[0] for what, runs in (("sweep", sweep_t), ("eval", eval_t))}
