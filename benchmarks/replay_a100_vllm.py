@@ -4,7 +4,8 @@ others held out, and hold each run's simulated p50 and p99 TTFT and TPOT (``comp
 percentiles: ``perfgraph simulate`` of the run's own requests) against what it measured.
 
 Run: PYTHONPATH=. python3 benchmarks/replay_a100_vllm.py [--fit 01,16] [--roofline]
-     [--frontend fit|fit-all|off] [--chunk-steps] [--per-engine]
+     [--frontend loop|fit|fit-all|off] [--frontend-times REQ_MS,TOK_MS] [--chunk-steps]
+     [--per-engine]
 Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANCE.md). The
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
@@ -29,12 +30,15 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   prompt hits only where it was served before, so each PP run's rate is the server's own
   lifetime counter in lws-run-1.sh turned into per-run rates (``perfgraph.whatif.simulate.
   prefix``: 0, 56, 84, 94%; two even engines would give 0, 50, 75, 88%).
-- a serial API-server front end (``frontend_request_time``: HTTP parsing, validation,
-  tokenisation on one tokenizer thread) turns a burst into a stream; its one value is
-  fitted on the repeat deployment's burst (04_tp4_pp2_IB, inf: apart from every replayed
-  run) within [0, 1/70 s] and applied to the V0 runs (``--frontend fit``); V1's front end
-  (AsyncLLM, engine core in its own process) is another, with no run apart from the
-  held-out burst to fit it on (``--frontend fit-all`` applies V0's value to it too).
+- the API server's one event loop (``perfgraph.whatif.simulate.frontend``: one FIFO queue
+  for each request's ingress, ``frontend_request_time``, and each step's streamed tokens,
+  ``frontend_token_time``) turns a burst into a stream and, when busy, holds tokens back
+  from their clients. ``--frontend loop`` (the default) fits both times per configuration
+  (V1's loop detokenizes, V0's does not) on that configuration's fitted runs alone, on a
+  grid within [0, 1/70 s] and [0, 1 ms/token], and says how well those runs pin each;
+  ``--frontend fit`` fits the request time alone on the repeat deployment's burst
+  (04_tp4_pp2_IB, inf: apart from every replayed run) for the V0 runs (``fit-all``: for
+  every run); ``off``: no front end.
 
 The fit is ``perfgraph.measured.calibrate.calibrate`` on the fitted runs (both
 configurations), its overlay written with ``overlay_text`` and loaded as ``--calibration``.
@@ -171,13 +175,48 @@ def hit_rates() -> dict[str, list[float]]:
 
 
 def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
-             frontend: float = 0.0) -> Percentiles:
+             frontend: float = 0.0, token: float = 0.0) -> Percentiles:
     sheets = Sheets(base(folder, calibration))
     sheet, reference = sheets(c.setup)
     sheet.set("prefix_hit_whole", True)
     sheet.set("prefix_hit_rate", hit)
     sheet.set("frontend_request_time", f"{frontend} s")
+    sheet.set("frontend_token_time", f"{token} s/token")
     return run_percentiles(c.run, sheet, reference)
+
+
+#: ``--frontend loop``'s grid: per request (s; up to FRONTEND_MAX) and per token (s/token;
+#: up to 1 ms, above the 0.24–0.5 ms between tokens the TP8 burst's client received)
+LOOP_REQ = (0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, FRONTEND_MAX)
+LOOP_TOK = (0.0, 0.05e-3, 0.1e-3, 0.15e-3, 0.2e-3, 0.25e-3, 0.3e-3, 0.35e-3, 0.4e-3,
+            0.5e-3, 0.6e-3, 0.8e-3, 1e-3)
+
+
+def fitted_loop(folder: str, fit_rates: tuple[str, ...], calibration: str | None,
+                ) -> tuple[tuple[float, float], list[str]]:
+    """Both front-end times fitted on ``folder``'s fitted runs alone: the grid point with
+    the least Σ log(1 + error)² over their p50/p99 TTFT and TPOT; and what pins them (the
+    values within 10% of the best cost)."""
+    runs = [(c, hit) for c, q, hit in zip(comparisons(folder, RATES, calibration), RATES,
+                                           hit_rates()[folder], strict=True)
+            if q in fit_rates]
+    costs = {}
+    for t_req in LOOP_REQ:
+        for t_tok in LOOP_TOK:
+            costs[(t_req, t_tok)] = sum(
+                math.log1p(p.error_of(m, s)) ** 2
+                for c, hit in runs
+                for p in [replayed(c, folder, hit, calibration, t_req, t_tok)]
+                for m, s in CELLS)
+    best = min(costs, key=costs.__getitem__)
+    near = [k for k, v in costs.items() if v <= 1.1 * costs[best]]
+    say = [f"{folder}: frontend_request_time {1e3 * best[0]:.3g} ms, frontend_token_time "
+           f"{1e3 * best[1]:.3g} ms/token (cost {costs[best]:.3f}, no front end "
+           f"{costs[(0.0, 0.0)]:.3f}); within 10% of the best cost: request "
+           f"{1e3 * min(k[0] for k in near):.3g}–{1e3 * max(k[0] for k in near):.3g} ms, "
+           f"token {1e3 * min(k[1] for k in near):.3g}–{1e3 * max(k[1] for k in near):.3g}"
+           " ms/token"]
+    return best, say
 
 
 def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
@@ -200,14 +239,18 @@ def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
 
 
 def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
-         everywhere: bool = False) -> tuple[list[str], dict]:
+         everywhere: bool = False,
+         loops: dict[str, tuple[float, float]] | None = None) -> tuple[list[str], dict]:
     out, errors = [], {}
     hits = hit_rates()
     for folder in CONFIGS:
         runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
         for c, qps, hit in runs:
-            p = replayed(c, folder, hit, calibration,
-                         frontend if folder in V0 or everywhere else 0.0)
+            if loops is not None:
+                p = replayed(c, folder, hit, calibration, *loops[folder])
+            else:
+                p = replayed(c, folder, hit, calibration,
+                             frontend if folder in V0 or everywhere else 0.0)
             cells = []
             for metric, stat in CELLS:
                 sim = p.simulated.get(metric, {}).get(stat)
@@ -225,9 +268,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
-    parser.add_argument("--frontend", choices=("fit", "fit-all", "off"), default="fit",
+    parser.add_argument("--frontend", choices=("fit", "fit-all", "loop", "off"),
+                        default="loop",
                         help="the API server's per-request time, fitted on the V0 repeat's "
-                             "burst, for the V0 runs (fit), every run (fit-all) or none")
+                             "burst, for the V0 runs (fit), every run (fit-all); its "
+                             "per-request and per-token times fitted per configuration on "
+                             "its fitted runs (loop); or none")
+    parser.add_argument("--frontend-times", metavar="REQ_MS,TOK_MS",
+                        help="set both loop times by hand for every run, in place of any "
+                             "fit (what-if; not a held-out result)")
     parser.add_argument("--chunk-steps", action="store_true",
                         help="fit and replay with the sheet's prefill_chunk_steps on (the "
                              "steps that carry prompt chunks timed at their size)")
@@ -259,15 +308,26 @@ def main() -> None:
                   + "; " + "; ".join(line.lstrip("# ") for line in mine.splitlines()
                                      if line.startswith("# Note")))
         print()
-    frontend = 0.0
-    if args.frontend != "off":
+    frontend, loops = 0.0, None
+    if args.frontend_times:
+        req, tok = (float(x) / 1e3 for x in args.frontend_times.split(","))
+        loops = dict.fromkeys(CONFIGS, (req, tok))
+        print(f"front-end times set by hand: {1e3 * req:g} ms a request, {1e3 * tok:g} ms a "
+              "token (not fitted)\n")
+    elif args.frontend == "loop":
+        loops = {}
+        for folder in CONFIGS:
+            loops[folder], say = fitted_loop(folder, fit_rates, overlay)
+            print("\n".join(say))
+        print()
+    elif args.frontend != "off":
         frontend, p = fitted_frontend(overlay)
         print(f"frontend_request_time fitted on {'/'.join(FRONTEND_FIT)}: "
               f"{1e3 * frontend:.3g} ms (bound {1e3 * FRONTEND_MAX:.3g} ms); that run: TTFT "
               + ", ".join(f"{s} {p.simulated['ttft'][s]:.0f} / {p.measured['ttft'][s]:.0f} ms "
                           f"({100 * p.error_of('ttft', s):+.0f}%)" for s in ("p50", "p99"))
               + "\n")
-    table, errors = rows(overlay, set(held_rates), frontend, args.frontend == "fit-all")
+    table, errors = rows(overlay, set(held_rates), frontend, args.frontend == "fit-all", loops)
     print("\n".join(head + table) + "\n")
     held = {k: v for k, v in errors.items() if k[1] in held_rates}
     met = sum(1 for v in held.values() if v is not None and abs(v) <= 0.25)

@@ -9,7 +9,6 @@ import pytest
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.simulate import Setup, simulate
-from perfgraph.whatif.simulate.arrivals import through_frontend
 from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -60,20 +59,3 @@ def test_whole_prompt_hits_are_all_or_nothing() -> None:
     assert np.all(hot | np.isclose(half, cold[0], rtol=1e-9))  # each one or the other
     assert 0.25 < hot.mean() < 0.75
     assert _ttfts(True, 0.0) == pytest.approx(cold, rel=1e-9)  # nothing drawn, as before
-
-
-def test_a_serial_front_end_turns_a_burst_into_a_stream() -> None:
-    got = through_frontend(np.array([0.0, 0.0, 0.0, 0.010]), 0.002)
-    assert got == pytest.approx([0.002, 0.004, 0.006, 0.012])  # the 4th found it idle
-    # arrival order, not index order; ties keep their order
-    assert through_frontend(np.array([0.5, 0.0, 0.0]), 0.1) == pytest.approx([0.6, 0.1, 0.2])
-    assert list(through_frontend(np.array([0.3, 0.1]), 0.0)) == [0.3, 0.1]
-
-
-def test_far_below_capacity_the_front_end_adds_its_time_to_ttft() -> None:
-    sheet = load(ScenarioSpec()).sheet
-    sheet.set("frontend_request_time", "3 ms")
-    gap = 10 * sheet.magnitude("e2e_latency", "s")
-    run = simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=20))
-    ttft = np.asarray(run.engine.reqs.table()["ttft"])
-    assert ttft == pytest.approx(np.full(20, sheet.magnitude("ttft", "s") + 0.003), rel=1e-3)

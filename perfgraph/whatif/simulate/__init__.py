@@ -3,12 +3,12 @@
 :func:`simulate` builds the step model once from the sheet (``step_time``), the scheduler's
 policy (``scheduler``), the KV block pool (``kv``: ``kv_memory ÷ kv_block_bytes`` blocks of
 ``block_size``), lengths and arrivals (``lengths``, ``arrivals``), runs the engine loop
-(``engine``) and summarises it (``summary``).
+(``engine``), with requests and tokens passing through the API server's loop
+(``frontend``), and summarises it (``summary``).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +20,7 @@ from perfgraph.errors import InputError
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate import lengths as lens
 from perfgraph.whatif.simulate.engine import Engine
+from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import policy
@@ -68,16 +69,14 @@ def simulate(sheet: Sheet, setup: Setup,
     arrive, rate = _arrivals(sheet, setup, length, n, rng)
     reqs = Requests(length.isl, length.osl, arrive)
     hit = sheet.magnitude("prefix_hit_rate")
-    engine = Engine(model, pol, reqs, _pool(sheet), arrivals=[],
+    frontend = Frontend(sheet.magnitude("frontend_request_time", "s"),
+                        sheet.magnitude("frontend_token_time", "s/token"))
+    engine = Engine(model, pol, reqs, _pool(sheet), frontend,
                     users=setup.users or 0, prefix_hit=hit,
                     cached=_cached(sheet, hit, n, rng))
-    first = n if not setup.users else min(setup.users, n)
-    if setup.users:  # the engine sees the first users at once (a closed loop's later
-        seen = arrive  # requests are sent as earlier ones end, not queued in front)
-    else:
-        seen = arr.through_frontend(arrive, sheet.magnitude("frontend_request_time", "s"))
-    engine.arrivals = [(float(seen[i]), i) for i in range(first)]
-    heapq.heapify(engine.arrivals)
+    first = n if not setup.users else min(setup.users, n)  # a closed loop's later requests
+    for i in range(first):  # are sent as earlier ones end
+        frontend.send(float(arrive[i]), i)
     engine.submitted = first
     complete = engine.run(progress)
     warm = setup.warmup if setup.warmup is not None else (

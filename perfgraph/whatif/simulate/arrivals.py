@@ -65,18 +65,3 @@ def open_loop(n: int, rate: float, cv: float, rng: np.random.Generator) -> np.nd
         gaps = rng.gamma(shape, 1.0 / (rate * shape), size=n)
     gaps[0] = 0.0  # the first request arrives at t = 0
     return np.cumsum(gaps)
-
-
-def through_frontend(times: np.ndarray, service: float) -> np.ndarray:
-    """When each request reaches the engine after a serial front end that spends
-    ``service`` seconds on each, in arrival order (a D/G/1 queue: a burst comes out as a
-    stream at 1/service). The requests keep their own arrival times for TTFT."""
-    if service <= 0 or len(times) == 0:
-        return np.asarray(times, dtype=float)
-    order = np.argsort(times, kind="stable")
-    out = np.empty(len(times))
-    free = -math.inf
-    for i in order:
-        free = max(float(times[i]), free) + service
-        out[i] = free
-    return out

@@ -7,6 +7,10 @@ Only steps that carry prefill are taken one by one. Per request the loop keeps a
 numbers; per step a few (for ITL percentiles, the trace and the time series); never per
 token.
 
+Requests reach the engine, and tokens their clients, through the API server's event loop
+(:mod:`.frontend`): the engine sees a request when the loop has parsed it, and a request's
+first token and end are when the loop has streamed the step that made them.
+
 Decoders are counted in aggregate: every decoder gains a token per decode step, so a request
 that joined the decode phase at decode step ``j`` with ``g`` tokens out has ``g + G − j``
 at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those).
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
@@ -36,13 +41,14 @@ class Engine:
     policy: Policy
     reqs: Requests
     pool: BlockPool
-    arrivals: list[tuple[float, int]]  # a heap of (time, request)
+    frontend: Frontend  # requests sent and not yet seen; the API server's loop
     users: int = 0  # closed loop: a finished request's user sends the next one
     prefix_hit: float = 0.0
     #: per request, whether its prompt's full KV blocks are cached (``prefix_hit_whole``);
     #: None: every prompt reuses the share ``prefix_hit`` instead
     cached: list[bool] | None = None
     now: float = 0.0
+    out: float = 0.0  # when the last step's tokens reached their clients
     G: int = 0  # decode steps so far
     n_dec: int = 0
     kv_dec: int = 0  # Σ (isl + generated) over decoders: their KV read next step
@@ -65,9 +71,9 @@ class Engine:
             while self.completed < total:
                 self._arrive()
                 if not self.order and not self.waiting:
-                    if not self.arrivals:
+                    if not self.frontend.waiting():
                         break
-                    self.now = max(self.now, self.arrivals[0][0])
+                    self.now = max(self.now, self.frontend.admit_next())
                     continue
                 if not self.prefilling and not self._can_admit():
                     self._decode_run()
@@ -82,9 +88,7 @@ class Engine:
         return True
 
     def _arrive(self) -> None:
-        while self.arrivals and self.arrivals[0][0] <= self.now:
-            _, rid = heapq.heappop(self.arrivals)
-            self.waiting.append(rid)
+        self.waiting.extend(self.frontend.pop_seen(self.now))
 
     def _can_admit(self) -> bool:
         if not self.waiting:
@@ -97,7 +101,8 @@ class Engine:
     def _decode_run(self) -> None:
         d = self.n_dec
         if d == 0:  # waiting requests that cannot be admitted and nothing running
-            self.now = max(self.now, self.arrivals[0][0]) if self.arrivals else self.now
+            if self.frontend.waiting():
+                self.now = max(self.now, self.frontend.admit_next())
             return
         k = min(RUN_CAP, self.ends[0][0] - self.G)
         k = min(k, self._kv_steps())
@@ -106,11 +111,14 @@ class Engine:
             return
         durations = self.model.decode_run(d, self.kv_dec, k)
         stops = self.now + np.cumsum(durations)
-        if self.arrivals and not self.policy.static and len(self.order) < self.policy.max_seqs:
-            k = min(k, int(np.searchsorted(stops, self.arrivals[0][0])) + 1)
+        if self.frontend.waiting() and not self.policy.static \
+                and len(self.order) < self.policy.max_seqs:
+            seen = self.frontend.next_seen(stops, d)
+            k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
-        self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity())
-        self.now = float(stops[-1])
+        out = self.frontend.run(stops, d)
+        self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity(), out)
+        self.now, self.out = float(stops[-1]), float(out[-1])
         self.G += k
         self.kv_dec += d * k
         self._finish_due()
@@ -160,12 +168,17 @@ class Engine:
             att += c * done[i] + c * c / 2  # causal: each token attends to those before it
         dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att, len(chunks))
         self.now += dt
+        self.out = self.now
+        if self.frontend.active:  # its tokens: the decodes' and each prompt finished
+            r = self.reqs
+            tokens = d + sum(1 for i, c in chunks if r.done[i] + c >= r.plen[i])
+            self.out = self.frontend.step(self.now, tokens)
         firsts = self._apply(chunks)
         if d:
             self.G += 1
             self.kv_dec += d
             self.log.last_decode = self.now
-        self.log.step(self.now, dt, d, p, d + firsts, self._kv_use())
+        self.log.step(self.now, dt, d, p, d + firsts, self._kv_use(), self.out)
         self._finish_due()
 
     def _prefill_pending(self) -> bool:
@@ -240,7 +253,7 @@ class Engine:
                 continue
             self.prefilling.remove(i)
             if r.gen[i] == 0:
-                r.t_first[i] = self.now + self.model.ttft_overhead
+                r.t_first[i] = self.out + self.model.ttft_overhead
                 firsts += 1
             else:
                 self.log.gap(self.now - r.t_last[i])
@@ -284,14 +297,15 @@ class Engine:
     def _finish(self, i: int) -> None:
         r = self.reqs
         r.gen[i] = self._leave(i)
-        r.t_end[i] = self.now
+        r.t_end[i] = self.out
         self._done(i)
 
     def _done(self, i: int) -> None:
         self.completed += 1
-        if self.users and self.submitted < self.reqs.n:
-            self.reqs.arrival[self.submitted] = self.now
-            heapq.heappush(self.arrivals, (self.now, self.submitted))
+        if self.users and self.submitted < self.reqs.n:  # its user sends the next one
+            sent = max(self.now, self.out)  # once the last token has reached it
+            self.reqs.arrival[self.submitted] = sent
+            self.frontend.send(sent, self.submitted)
             self.submitted += 1
 
     def _make_room(self) -> None:

@@ -1,4 +1,6 @@
-"""What every step did: its end, duration, decodes, prefill tokens, tokens out, KV in use.
+"""What every step did: its end, duration, decodes, prefill tokens, tokens out, KV in use,
+and when its tokens reached their clients (``out``: its end, unless the API server's loop
+was busy; :mod:`.frontend`).
 
 Kept as arrays of a few numbers per step (runs of decode steps arrive as whole arrays), for
 ITL percentiles (each decode token's gap is its step's duration), the time series and the
@@ -9,28 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 
-FIELDS = ("end", "dur", "decodes", "prefill", "tokens", "kv")
+FIELDS = ("end", "dur", "decodes", "prefill", "tokens", "kv", "out")
 
 
 class StepLog:
     def __init__(self) -> None:
         self._chunks: list[tuple[np.ndarray, ...]] = []
-        self._rows: list[tuple[float, float, int, int, int, float]] = []
+        self._rows: list[tuple[float, float, int, int, int, float, float]] = []
         self.gaps: list[float] = []
         self.last_decode = 0.0
 
     def step(self, end: float, dur: float, decodes: int, prefill: int, tokens: int,
-             kv: float) -> None:
-        self._rows.append((end, dur, decodes, prefill, tokens, kv))
+             kv: float, out: float) -> None:
+        self._rows.append((end, dur, decodes, prefill, tokens, kv, out))
 
     def run(self, ends: np.ndarray, durs: np.ndarray, decodes: int, kv: float,
-            kv_step: float) -> None:
+            kv_step: float, out: np.ndarray) -> None:
         """A run of decode steps: KV use starts at ``kv`` and grows ``kv_step`` a step."""
         self._flush()
         k = len(ends)
         full = np.full(k, float(decodes))
         use = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
-        self._chunks.append((ends, durs, full, np.zeros(k), full, use))
+        self._chunks.append((ends, durs, full, np.zeros(k), full, use, out))
         self.last_decode = float(ends[-1])
 
     def gap(self, seconds: float) -> None:

@@ -2,10 +2,12 @@
 
 Requests before ``warmup`` are left out. Rates are over the window from the first measured
 arrival to the last arrival (the steady part: no ramp, no drain; the whole run when every
-request arrives at once). ITL is every decode token's gap: its step's duration, weighted by
-the step's decodes, plus the longer gaps of preempted requests. TPOT is a request's
-(end − first token) ÷ (osl − 1), as vLLM's benchmark reports it. Goodput counts the measured
-requests that end in the window with TTFT ≤ ``ttft_slo`` and TPOT ≤ ``itl_slo``.
+request arrives at once). ITL is every decode token's gap: its step's duration (plus any
+change in how far the API server's loop lags, :mod:`.frontend`), weighted by the step's
+decodes, plus the longer gaps of preempted requests. TPOT is a request's (end − first
+token) ÷ (osl − 1), as vLLM's benchmark reports it, both taken when the client receives
+them. Goodput counts the measured requests that end in the window with TTFT ≤ ``ttft_slo``
+and TPOT ≤ ``itl_slo``.
 """
 
 from __future__ import annotations
@@ -105,9 +107,18 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
     return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
-            "itl": (np.concatenate([steps["dur"][after], gaps]),
+            "itl": (np.concatenate([_itl(steps)[after], gaps]),
                     np.concatenate([steps["decodes"][after], np.ones(gaps.size)])),
             "e2e": (t["e2e"][ended], None)}
+
+
+def _itl(steps: dict[str, np.ndarray]) -> np.ndarray:
+    """Each step's gap as its decoders' clients see it: its duration, plus how much later
+    than the step before it the API server's loop streamed it (0 when the loop keeps up)."""
+    delay = steps["out"] - steps["end"]
+    if not delay.any():
+        return steps["dur"]
+    return steps["dur"] + np.diff(delay, prepend=0.0)
 
 
 def _window(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
