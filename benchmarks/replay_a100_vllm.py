@@ -182,6 +182,7 @@ def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
     sheet.set("prefix_hit_rate", hit)
     sheet.set("frontend_request_time", f"{frontend} s")
     sheet.set("frontend_token_time", f"{token} s/token")
+    sheet.set("frontend_coalesce", folder not in V0)  # V1 coalesces bunched outputs
     return run_percentiles(c.run, sheet, reference)
 
 

@@ -70,7 +70,8 @@ def simulate(sheet: Sheet, setup: Setup,
     reqs = Requests(length.isl, length.osl, arrive)
     hit = sheet.magnitude("prefix_hit_rate")
     frontend = Frontend(sheet.magnitude("frontend_request_time", "s"),
-                        sheet.magnitude("frontend_token_time", "s/token"))
+                        sheet.magnitude("frontend_token_time", "s/token"),
+                        bool(sheet.magnitude("frontend_coalesce")))
     engine = Engine(model, pol, reqs, _pool(sheet), frontend,
                     users=setup.users or 0, prefix_hit=hit,
                     cached=_cached(sheet, hit, n, rng))

@@ -7,8 +7,8 @@ of work queue on it, in the order they become ready:
 
 - a request's ingress, ready when the client sends it, costing ``t_req``
   (``frontend_request_time``): the engine sees the request when it is done;
-- a step's output, ready when the step ends, costing ``t_tok`` for each token the step
-  produced (``frontend_token_time``: output processing, the SSE chunk, the write); the
+- a step's output, ready when the step ends, costing ``t_tok`` for each stream the step
+  gave a token (``frontend_token_time``: output processing, the SSE chunk, the write); the
   step's tokens reach their clients while it is served, on average half-way through.
 
 A request that arrives while a step's output is queued waits behind it, and a step's
@@ -16,6 +16,13 @@ tokens wait behind the requests and steps ahead of them: a burst comes out as a 
 a busy loop stretches TTFT and TPOT as the client sees them. With both costs 0 the loop is
 transparent: the engine sees each request when it is sent and each token reaches its
 client when its step ends.
+
+With ``coalesce`` (``frontend_coalesce``; vLLM V1 since PR #12298, "Coalesce bunched
+RequestOutputs"), a step's output that finds the previous step's still waiting joins it:
+each stream's unread tokens go out as one chunk, so the waiting item costs a chunk a
+stream (the larger of the two), not one per token. A lagging loop then sends several
+tokens a chunk and keeps up with the engine's token rate, at a lag; without it (V0), every
+token is its own chunk and a loop slower than the engine falls further behind each step.
 
 The engine feeds the loop its steps in time order (a decode run as one array); the loop
 takes each request whose send time falls before a step ahead of that step, as FIFO does.
@@ -30,12 +37,14 @@ import numpy as np
 
 
 class Frontend:
-    def __init__(self, t_req: float = 0.0, t_tok: float = 0.0) -> None:
+    def __init__(self, t_req: float = 0.0, t_tok: float = 0.0,
+                 coalesce: bool = False) -> None:
         if t_req < 0 or t_tok < 0:
             raise ValueError("front-end times must be nonnegative")
-        self.t_req, self.t_tok = t_req, t_tok
+        self.t_req, self.t_tok, self.coalesce = t_req, t_tok, coalesce
         self.active = t_req > 0 or t_tok > 0
-        self.free = -math.inf  # when the loop finishes what it has been given
+        self.free = -math.inf  # when the loop finishes the item it is serving (or queued)
+        self.wait: float | None = None  # coalescing: the waiting step output's cost
         self.sent: list[tuple[float, int]] = []  # (send time, request): not yet parsed
         self.ready: list[tuple[float, int]] = []  # (time the engine sees it, request)
 
@@ -50,6 +59,7 @@ class Frontend:
 
     def _parse(self) -> None:
         a, rid = heapq.heappop(self.sent)
+        self._close()  # a request behind a waiting output: nothing joins that output now
         self.free = max(self.free, a) + self.t_req
         heapq.heappush(self.ready, (self.free, rid))
 
@@ -64,12 +74,19 @@ class Frontend:
         if not self.sent:
             return math.inf
         a = self.sent[0][0]
-        free = self.free
+        free, wait = self.free, self.wait
         if ends is not None and ends.size:
             before = ends[: int(np.searchsorted(ends, a, side="left"))]
+            if before.size and self.coalesce:
+                for e in before:
+                    self._output(float(e), tokens * self.t_tok)
+                self._close()
+                free_then = self.free
+                self.free, self.wait = free, wait
+                return max(free_then, a) + self.t_req
             if before.size:
                 free = float(_scan(free, before, tokens * self.t_tok)[-1])
-        return max(free, a) + self.t_req
+        return max(free + (wait or 0.0), a) + self.t_req
 
     def admit_next(self) -> float:
         """Nothing is running: parse the next request sent; when the engine sees it."""
@@ -91,6 +108,8 @@ class Frontend:
         if not self.active:
             return end
         self.through(end)  # requests sent by the step's end go ahead of its output
+        if self.coalesce:
+            return self._output(end, tokens * self.t_tok)
         start = max(self.free, end)
         self.free = start + tokens * self.t_tok
         return start + tokens * self.t_tok / 2
@@ -105,7 +124,10 @@ class Frontend:
             # the steps that end before the next request sent go ahead of it
             a = self.sent[0][0] if self.sent else math.inf
             hi = int(np.searchsorted(ends, a, side="left")) if a <= ends[-1] else ends.size
-            if hi > lo:
+            if hi > lo and self.coalesce:
+                out[lo:hi] = [self._output(float(e), cost) for e in ends[lo:hi]]
+                lo = hi
+            elif hi > lo:
                 free = _scan(self.free, ends[lo:hi], cost)
                 out[lo:hi] = free - cost / 2
                 self.free = float(free[-1])
@@ -113,6 +135,24 @@ class Frontend:
             if lo < ends.size:
                 self._parse()
         return out
+
+    # ------------------------------------------------------------------ coalescing
+    def _output(self, end: float, cost: float) -> float:
+        """A step's output, coalescing: served now if the loop is free; else it waits for
+        the item being served, joining the output already waiting there if there is one."""
+        if self.wait is not None and self.free <= end:
+            self._close()  # the waiting output started at ``free``: it is being served
+        if self.free <= end:
+            self.free = end + cost
+            return end + cost / 2
+        self.wait = cost if self.wait is None else max(self.wait, cost)
+        return self.free + cost / 2
+
+    def _close(self) -> None:
+        """The waiting output takes its turn: nothing more joins it."""
+        if self.wait is not None:
+            self.free += self.wait
+            self.wait = None
 
 
 def _scan(free: float, ends: np.ndarray, cost: float) -> np.ndarray:
