@@ -34,8 +34,11 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   for each request's ingress, ``frontend_request_time``, and each step's streamed tokens,
   ``frontend_token_time``) turns a burst into a stream and, when busy, holds tokens back
   from their clients. ``--frontend loop`` (the default) fits both times per configuration
-  (V1's loop detokenizes, V0's does not) on that configuration's fitted runs alone, on a
-  grid within [0, 1/70 s] and [0, 1 ms/token], and says how well those runs pin each;
+  on that configuration's fitted runs alone, on a grid within [0, 1/70 s] and
+  [0, 1 ms/token], and says how well those runs pin each. V1 coalesces a lagging stream's
+  tokens (``frontend_coalesce``); V0 does not, and under PP it runs its engine on that same
+  loop (MQLLMEngineClient.is_unsupported_config: AsyncLLMEngine in the server process),
+  which the simulation does not model;
   ``--frontend fit`` fits the request time alone on the repeat deployment's burst
   (04_tp4_pp2_IB, inf: apart from every replayed run) for the V0 runs (``fit-all``: for
   every run); ``off``: no front end.

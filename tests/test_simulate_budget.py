@@ -91,3 +91,34 @@ def test_chunk_steps_by_hand() -> None:
     off = load(replace(H100_8K, sets=spread)).sheet
     assert off.magnitude("chunk_step_share") == 1
     assert off.magnitude("chunk_step_tokens", "token") == 8 * 8192 / 1024
+
+
+def test_v0_pipeline_steps_carry_one_budget_per_virtual_engine() -> None:
+    """vLLM V0 under PP runs one scheduler per virtual engine, each with the whole
+    max_num_batched_tokens: in pipeline steady state a step carries up to two budgets of
+    prompt chunks (two microbatches), one prompt's chunk at most one budget."""
+    sets = ("tp=4", "pp=2", "microbatches=2", "max_num_batched_tokens=2048 token")
+    flat = load(replace(H100_8K, sets=tuple(map(parse_set, sets)))).sheet
+    steady = load(replace(H100_8K, sets=tuple(map(parse_set, sets + (
+        "pp_steady_state=true",))))).sheet
+    assert flat.magnitude("step_schedulers") == 1
+    assert steady.magnitude("step_schedulers") == 2
+    pol = policy("vllm", steady, None, 8)
+    assert pol.prefill_budget(0) == 4096 and pol.prefill_budget(6) == 4090
+    assert pol.chunk_cap(0) == pol.chunk_cap(6) == 2048
+    assert policy("vllm", flat, None, 8).chunk_cap(0) > 1 << 40  # one scheduler: no cap
+
+    def first_steps(sheet):  # noqa: ANN001, ANN202
+        run = simulate(sheet, Setup(rate=float("inf"), requests=3, lengths="fixed"))
+        return list(run.engine.log.arrays()["prefill"][:4])
+
+    # three 8k prompts at once: one scheduler takes 2048 of the first a step; two take
+    # 2048 of each of the first two, then the third prompt's as the first two finish
+    assert first_steps(flat)[:4] == [2048, 2048, 2048, 2048]
+    assert first_steps(steady)[:4] == [4096, 4096, 4096, 4096]
+    run = simulate(steady, Setup(rate=float("inf"), requests=2, lengths="fixed"))
+    t = run.engine.reqs.table()
+    steps = run.engine.log.arrays()
+    # two prompts side by side: both first tokens come with the 4th step (4 × 2048 = 8192)
+    assert t["first_token"][0] == pytest.approx(t["first_token"][1])
+    assert t["first_token"][0] == pytest.approx(steps["end"][3] + run.model.ttft_overhead)

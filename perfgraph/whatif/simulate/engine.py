@@ -153,7 +153,8 @@ class Engine:
         pol = self.policy
         prefill_only = pol.static or (not pol.mixed and self._prefill_pending())
         d = 0 if prefill_only else self.n_dec
-        chunks = self._plan(pol.prefill_budget(d) if not pol.static else pol.alone)
+        chunks = self._plan(pol.prefill_budget(d) if not pol.static else pol.alone,
+                            pol.chunk_cap(d))
         if not chunks and not d:
             d = self.n_dec  # nothing could be prefilled (no blocks): decode instead
             if not d:
@@ -195,13 +196,14 @@ class Engine:
         self.reqs.dropped[rid] = True
         self._done(rid)
 
-    def _plan(self, budget: int) -> list[tuple[int, int]]:
-        """Prefill chunks for this step: partial prefills first, then admissions (FCFS)."""
+    def _plan(self, budget: int, cap: int) -> list[tuple[int, int]]:
+        """Prefill chunks for this step: partial prefills first, then admissions (FCFS),
+        none longer than ``cap``."""
         r, chunks = self.reqs, []
         for i in self.prefilling:
             if budget <= 0:
                 break
-            c = min(r.plen[i] - r.done[i], budget)
+            c = min(r.plen[i] - r.done[i], budget, cap)
             if not self._take(i, r.done[i] + c):
                 break
             chunks.append((i, c))
@@ -212,7 +214,7 @@ class Engine:
             left = r.plen[i] - start
             if not self.policy.chunked and left > budget and chunks:
                 break
-            c = min(left, budget) if self.policy.chunked else left
+            c = min(left, budget, cap) if self.policy.chunked else left
             if not self._take(i, start + c, fresh=True):
                 break
             self.waiting.popleft()

@@ -1,9 +1,11 @@
 """The API server's event loop: one FIFO server between the clients and the engine.
 
 An OpenAI-compatible server parses every request and streams every token on one asyncio
-event loop (uvicorn runs one per process; vLLM's engine core, V0's under MQLLMEngine and
-V1's under AsyncLLM, runs in a process of its own, so the GPU never waits on it). Two kinds
-of work queue on it, in the order they become ready:
+event loop (uvicorn runs one per process). vLLM V1's engine core (under AsyncLLM) and V0's
+MQLLMEngine run in a process of their own, so the GPU never waits on the loop. V0 with
+pipeline parallelism is the exception, not modelled here: MQLLMEngineClient refuses it
+(``is_unsupported_config``), so AsyncLLMEngine runs on the server's own loop. Two kinds of
+work queue on the loop, in the order they become ready:
 
 - a request's ingress, ready when the client sends it, costing ``t_req``
   (``frontend_request_time``): the engine sees the request when it is done;
@@ -21,8 +23,9 @@ With ``coalesce`` (``frontend_coalesce``; vLLM V1 since PR #12298, "Coalesce bun
 RequestOutputs"), a step's output that finds the previous step's still waiting joins it:
 each stream's unread tokens go out as one chunk, so the waiting item costs a chunk a
 stream (the larger of the two), not one per token. A lagging loop then sends several
-tokens a chunk and keeps up with the engine's token rate, at a lag; without it (V0), every
-token is its own chunk and a loop slower than the engine falls further behind each step.
+tokens a chunk and keeps up with the engine's token rate, at a lag; without it (V0's
+per-request queues), every token is its own chunk and a loop slower than the engine falls
+further behind each step.
 
 The engine feeds the loop its steps in time order (a decode run as one array); the loop
 takes each request whose send time falls before a step ahead of that step, as FIFO does.

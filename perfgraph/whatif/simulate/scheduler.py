@@ -23,6 +23,9 @@
   until its last request ends; the next batch starts only then.
 
 ``max_num_seqs`` is the sheet's ``concurrency`` (requests in flight), or ``--max-num-seqs``.
+Under ``pp_steady_state`` a vLLM step with a token budget carries one batch of each of
+``step_schedulers`` schedulers (V0's virtual engines), each with its own budget: up to that
+many budgets of prompt chunks a step, one prompt's chunk at most one budget.
 """
 
 from __future__ import annotations
@@ -46,11 +49,21 @@ class Policy:
     alone: int  # prefill tokens a step may take when it carries no decodes
     fixed: int  # > 0: a fixed budget, decodes included (overrides the two above)
     max_seqs: int
+    #: schedulers whose batches one step carries (``step_schedulers``): each has its own
+    #: budget, so a step takes up to ``lanes`` budgets, one prompt's chunk at most one
+    lanes: int = 1
 
     def prefill_budget(self, decodes: int) -> int:
         if self.fixed:
-            return max(0, self.fixed - decodes)
-        return self.with_decodes if decodes else self.alone
+            return max(0, self.lanes * self.fixed - decodes)
+        return self.lanes * (self.with_decodes if decodes else self.alone)
+
+    def chunk_cap(self, decodes: int) -> int:
+        """The most prompt tokens one request may take in a step with ``decodes``: one
+        scheduler's budget when several share the step, else no cap beyond the step's."""
+        if self.lanes == 1 or self.static:
+            return 1 << 62
+        return self.fixed or (self.with_decodes if decodes else self.alone)
 
 
 def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | None,
@@ -65,8 +78,10 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     budget = token_budget or _engine_budget(sheet)
     chunked = bool(m("chunked_prefill"))
     if name == "vllm":
+        # V0's virtual engines each hold the engine's own budget (none in the seed's scheduler)
+        lanes = max(1, math.floor(m("step_schedulers"))) if budget and chunked else 1
         return Policy(name, chunked, chunked, False, chunk, budget or context,
-                      budget if chunked else 0, seqs)
+                      budget if chunked else 0, seqs, lanes)
     if name == "sglang":
         return Policy(name, False, True, False, 0, budget or context, 0, seqs)
     if name == "trtllm":
