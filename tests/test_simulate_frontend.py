@@ -3,12 +3,15 @@ requests' ingress and steps' streamed tokens, by hand, and what it does to a sim
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.frontend import Frontend
+from perfgraph.whatif.simulate.report import as_json, table
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -91,6 +94,7 @@ def test_coalescing_a_waiting_output_takes_the_next_steps_tokens() -> None:
     # carries both tokens, so the waiting item still costs 4 ms, not 8
     assert fe.step(0.012, 4) == pytest.approx(0.016)
     assert fe.wait == pytest.approx(0.004)
+    assert fe.busy == pytest.approx(0.008)  # two passes of 4 ms, not three
     # by 20 ms the waiting output has been served (14–18 ms): this step finds the loop idle
     assert fe.step(0.020, 2) == pytest.approx(0.021)
     plain = Frontend(t_tok=0.001)  # every token its own chunk: the queue only grows
@@ -165,6 +169,15 @@ def test_a_slow_loop_caps_the_stream_at_one_token_per_token_time() -> None:
     # TPOT counts from the first token, before every stream had joined: a little under 40
     assert 39.0 < s["latency"]["tpot"][1]["p50"] <= 40.0
     assert s["latency"]["itl"][1]["p50"] == pytest.approx(40.0, rel=1e-6)
+    # the summary says the loop set the pace: busy nearly all the run, tokens seconds late
+    f = s["frontend"]
+    assert f["busy_share"] > 0.95 and f["lag_ms"]["max"] > 10_000
+    assert f["busy_share"] == pytest.approx(run.engine.frontend.busy / steps["out"][-1])
+    out = table(s, "t", "")
+    assert "saturated, the loop and not the GPU sets the pace" in out
+    doc = json.loads(as_json(s, {}))["frontend"]
+    assert doc["chunk_time"] == {"value": 5.0, "unit": "ms"} and doc["coalesce"] is False
+    assert doc["lag"]["max"]["unit"] == "ms"
 
 
 def test_coalescing_a_slow_loop_keeps_the_engines_pace_at_a_lag() -> None:
@@ -180,6 +193,14 @@ def test_coalescing_a_slow_loop_keeps_the_engines_pace_at_a_lag() -> None:
     step = float(np.median(steps["dur"][full]))
     assert s["latency"]["tpot"][1]["p50"] == pytest.approx(1e3 * step, rel=0.02)
     assert float(np.nanmax(t["end"])) == pytest.approx(steps["out"][-1])
+
+
+def test_with_no_front_end_the_summary_says_nothing_of_it() -> None:
+    sheet = _sheet()
+    s = summarise(simulate(sheet, Setup(users=4, requests=20)), sheet)
+    assert s["frontend"] is None
+    assert "API server loop" not in table(s, "t", "")
+    assert json.loads(as_json(s, {}))["frontend"] is None
 
 
 def test_a_closed_loops_next_request_is_sent_when_the_last_token_arrives() -> None:

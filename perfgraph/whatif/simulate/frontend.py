@@ -48,6 +48,7 @@ class Frontend:
         self.active = t_req > 0 or t_tok > 0
         self.free = -math.inf  # when the loop finishes the item it is serving (or queued)
         self.wait: float | None = None  # coalescing: the waiting step output's cost
+        self.busy = 0.0  # seconds of work the loop has been given
         self.sent: list[tuple[float, int]] = []  # (send time, request): not yet parsed
         self.ready: list[tuple[float, int]] = []  # (time the engine sees it, request)
 
@@ -64,6 +65,7 @@ class Frontend:
         a, rid = heapq.heappop(self.sent)
         self._close()  # a request behind a waiting output: nothing joins that output now
         self.free = max(self.free, a) + self.t_req
+        self.busy += self.t_req
         heapq.heappush(self.ready, (self.free, rid))
 
     def waiting(self) -> bool:
@@ -77,7 +79,7 @@ class Frontend:
         if not self.sent:
             return math.inf
         a = self.sent[0][0]
-        free, wait = self.free, self.wait
+        free, wait, busy = self.free, self.wait, self.busy
         if ends is not None and ends.size:
             before = ends[: int(np.searchsorted(ends, a, side="left"))]
             if before.size and self.coalesce:
@@ -85,7 +87,7 @@ class Frontend:
                     self._output(float(e), tokens * self.t_tok)
                 self._close()
                 free_then = self.free
-                self.free, self.wait = free, wait
+                self.free, self.wait, self.busy = free, wait, busy
                 return max(free_then, a) + self.t_req
             if before.size:
                 free = float(_scan(free, before, tokens * self.t_tok)[-1])
@@ -115,6 +117,7 @@ class Frontend:
             return self._output(end, tokens * self.t_tok)
         start = max(self.free, end)
         self.free = start + tokens * self.t_tok
+        self.busy += tokens * self.t_tok
         return start + tokens * self.t_tok / 2
 
     def run(self, ends: np.ndarray, tokens: int) -> np.ndarray:
@@ -134,6 +137,7 @@ class Frontend:
                 free = _scan(self.free, ends[lo:hi], cost)
                 out[lo:hi] = free - cost / 2
                 self.free = float(free[-1])
+                self.busy += cost * (hi - lo)
                 lo = hi
             if lo < ends.size:
                 self._parse()
@@ -147,8 +151,11 @@ class Frontend:
             self._close()  # the waiting output started at ``free``: it is being served
         if self.free <= end:
             self.free = end + cost
+            self.busy += cost
             return end + cost / 2
-        self.wait = cost if self.wait is None else max(self.wait, cost)
+        joined = 0.0 if self.wait is None else self.wait
+        self.busy += max(0.0, cost - joined)
+        self.wait = max(joined, cost)
         return self.free + cost / 2
 
     def _close(self) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 from perfgraph.whatif.simulate import Run
 
 LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+SATURATED = 0.95  # the API server's loop busy this share of the run: it sets the pace
 
 
 def _num(x: float | None) -> str:
@@ -53,6 +54,16 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
+    if s.get("frontend"):
+        f = s["frontend"]
+        lines += [f"  API server loop     busy {_num(100 * f['busy_share'])} % of the run "
+                  f"({_num(f['request_ms'])} ms a request, {_num(f['chunk_ms'])} ms a chunk"
+                  f"{', coalescing' if f['coalesce'] else ''})"
+                  + (": saturated, the loop and not the GPU sets the pace"
+                     if f["busy_share"] >= SATURATED else ""),
+                  f"  token lag           mean {_num(f['lag_ms']['mean'])} ms, p99 "
+                  f"{_num(f['lag_ms']['p99'])} ms, max {_num(f['lag_ms']['max'])} ms "
+                  f"(from a step's end to its tokens reaching their clients)"]
     if s.get("run_measured"):
         lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
                       f"measured (error)"]
@@ -88,6 +99,12 @@ def as_json(s: dict[str, Any], scenario: dict[str, str]) -> str:
            "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
            "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
                             for metric, got in (s.get("run_measured") or {}).items()},
+           "frontend": None if not s.get("frontend") else {
+               "request_time": q(s["frontend"]["request_ms"], "ms"),
+               "chunk_time": q(s["frontend"]["chunk_ms"], "ms"),
+               "coalesce": s["frontend"]["coalesce"],
+               "busy_share": q(s["frontend"]["busy_share"], ""),
+               "lag": {k: q(v, "ms") for k, v in s["frontend"]["lag_ms"].items()}},
            "overloaded": s["overload"] is not None,
            "overload": None if not s["overload"] else {
                "offered": q(s["overload"]["offered"], "request/s"),

@@ -85,6 +85,7 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         "batch": _mean_max(steps["decodes"][sel], dur),
         "kv_use": _mean_max(steps["kv"][sel], dur),
         "series": _series(steps), "overload": overload,
+        "frontend": _frontend(run, steps),
     }
 
 
@@ -147,6 +148,24 @@ def _overload(run: Run, t: dict[str, np.ndarray], t0: float, t1: float,
             and sustained < 0.95 * offered:
         return {"offered": offered, "sustained": sustained, "queue_growth": growth}
     return None
+
+
+def _frontend(run: Run, steps: dict[str, np.ndarray]) -> dict[str, Any] | None:
+    """The API server's loop, when it has costs: its times, the share of the run it was
+    busy, and how long after their step tokens reached their clients (by tokens)."""
+    fe = run.engine.frontend
+    if not fe.active:
+        return None
+    span = max(float(run.engine.now), float(steps["out"][-1]) if steps["out"].size else 0.0)
+    lag = steps["out"] - steps["end"]
+    mean, p99, top = (math.nan,) * 3
+    if lag.size and steps["tokens"].sum() > 0:
+        mean = float(np.average(lag, weights=steps["tokens"]))
+        p99 = weighted_quantiles(lag, steps["tokens"], [0.99])[0]
+        top = float(lag.max())
+    return {"request_ms": fe.t_req * 1e3, "chunk_ms": fe.t_tok * 1e3,
+            "coalesce": fe.coalesce, "busy_share": fe.busy / span if span > 0 else math.nan,
+            "lag_ms": {"mean": mean * 1e3, "p99": p99 * 1e3, "max": top * 1e3}}
 
 
 def _mean_max(values: np.ndarray, dur: np.ndarray) -> dict[str, float]:
