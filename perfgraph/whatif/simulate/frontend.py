@@ -22,7 +22,8 @@ client when its step ends.
 With ``coalesce`` (``frontend_coalesce``; vLLM V1 since PR #12298, "Coalesce bunched
 RequestOutputs"), a step's output that finds the previous step's still waiting joins it:
 each stream's unread tokens go out as one chunk, so the waiting item costs a chunk a
-stream (the larger of the two), not one per token. A lagging loop then sends several
+stream (the larger of the two), not one per token, and every token in it arrives when
+the item is served (half-way through it, on average). A lagging loop then sends several
 tokens a chunk and keeps up with the engine's token rate, at a lag; without it (V0's
 per-request queues), every token is its own chunk and a loop slower than the engine falls
 further behind each step.
@@ -156,7 +157,9 @@ class Frontend:
         joined = 0.0 if self.wait is None else self.wait
         self.busy += max(0.0, cost - joined)
         self.wait = max(joined, cost)
-        return self.free + cost / 2
+        # a stream's tokens go out in order: a joiner's ride in the same chunks as those
+        # already waiting, so they arrive with them, not before
+        return self.free + self.wait / 2
 
     def _close(self) -> None:
         """The waiting output takes its turn: nothing more joins it."""

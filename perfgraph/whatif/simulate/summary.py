@@ -156,7 +156,7 @@ def _frontend(run: Run, steps: dict[str, np.ndarray]) -> dict[str, Any] | None:
     fe = run.engine.frontend
     if not fe.active:
         return None
-    span = max(float(run.engine.now), float(steps["out"][-1]) if steps["out"].size else 0.0)
+    span = max(float(run.engine.now), fe.free + (fe.wait or 0.0))  # until its work is done
     lag = steps["out"] - steps["end"]
     mean, p99, top = (math.nan,) * 3
     if lag.size and steps["tokens"].sum() > 0:
