@@ -107,7 +107,7 @@ def test_explain_an_input_says_where_it_was_set(capsys: pytest.CaptureFixture[st
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "explain", "ttft", "-f", "json")
     doc = json.loads(out)
-    assert doc["reads"] == ["ttft_prefill", "ttft_in_batch", "ttft_overhead"]
+    assert doc["reads"] == ["ttft_prefill", "ttft_in_batch", "ttft_overhead", "frontend_latency"]
     assert "e2e_latency" in doc["read_by"]
 
 

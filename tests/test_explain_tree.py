@@ -47,7 +47,7 @@ def test_cli_prints_and_emits_the_tree(capsys) -> None:
     assert main(["explain", "ttft", "--depth", "2"]) == 0
     out = capsys.readouterr().out
     assert ("  derived from\n    ttft = 36.51 ms  = ttft_prefill + ttft_in_batch + "
-            "ttft_overhead\n      ttft_prefill = 36.51 ms"
+            "ttft_overhead + frontend_latency\n      ttft_prefill = 36.51 ms"
             ) in out
     assert main(["explain", "ttft", "--depth", "all", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -172,6 +172,10 @@ def test_far_below_capacity_the_front_end_adds_its_times_to_ttft_not_tpot() -> N
     # streamed 0.2 ms after the step ends: its first token 3.2 ms later, TPOT as before
     assert t["ttft"] == pytest.approx(plain["ttft"] + 0.0032, rel=1e-6)
     assert t["tpot"] == pytest.approx(plain["tpot"], rel=1e-6)
+    # and the sheet's ttft counts the same 3.2 ms (frontend_latency)
+    assert sheet.magnitude("frontend_latency", "ms") == pytest.approx(3.2)
+    assert sheet.magnitude("ttft", "s") == pytest.approx(base.magnitude("ttft", "s") + 0.0032)
+    assert t["ttft"] == pytest.approx(np.full(20, sheet.magnitude("ttft", "s")), rel=1e-3)
 
 
 def test_a_slow_loop_caps_the_stream_at_one_token_per_token_time() -> None:
