@@ -177,10 +177,21 @@ def hit_rates() -> dict[str, list[float]]:
     return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), **pp}
 
 
+#: one Sheets per folder and what its Baseline reads: it loads each scenario once and forks
+#: it per replay (the front-end fit replays each fitted run at every grid point)
+_SHEETS: dict[tuple, Sheets] = {}
+
+
+def sheets_for(folder: str, calibration: str | None) -> Sheets:
+    key = (folder, calibration, tuple(COMMON), tuple(sorted(PER_ENGINE.items())))
+    if key not in _SHEETS:
+        _SHEETS[key] = Sheets(base(folder, calibration))
+    return _SHEETS[key]
+
+
 def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
              frontend: float = 0.0, token: float = 0.0) -> Percentiles:
-    sheets = Sheets(base(folder, calibration))
-    sheet, reference = sheets(c.setup)
+    sheet, reference = sheets_for(folder, calibration)(c.setup)
     sheet.set("prefix_hit_whole", True)
     sheet.set("prefix_hit_rate", hit)
     sheet.set("frontend_request_time", f"{frontend} s")
