@@ -279,6 +279,19 @@ def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
     return out, errors
 
 
+def loop_times(text: str) -> tuple[float, float]:
+    """``--frontend-times``: two nonnegative milliseconds, a request's and a chunk's; in s."""
+    parts = text.split(",")
+    try:
+        req, tok = (float(x) for x in parts)
+    except ValueError:
+        req = tok = -1.0
+    if len(parts) != 2 or not (0 <= req < math.inf and 0 <= tok < math.inf):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected REQ_MS,TOK_MS, two nonnegative numbers (e.g. 1,0.45)")
+    return req / 1e3, tok / 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
@@ -289,7 +302,7 @@ def main() -> None:
                              "burst, for the V0 runs (fit), every run (fit-all); its "
                              "per-request and per-token times fitted per configuration on "
                              "its fitted runs (loop); or none")
-    parser.add_argument("--frontend-times", metavar="REQ_MS,TOK_MS",
+    parser.add_argument("--frontend-times", metavar="REQ_MS,TOK_MS", type=loop_times,
                         help="set both loop times by hand for every run, in place of any "
                              "fit (what-if; not a held-out result)")
     parser.add_argument("--chunk-steps", action="store_true",
@@ -325,7 +338,7 @@ def main() -> None:
         print()
     frontend, loops = 0.0, None
     if args.frontend_times:
-        req, tok = (float(x) / 1e3 for x in args.frontend_times.split(","))
+        req, tok = args.frontend_times
         loops = dict.fromkeys(CONFIGS, (req, tok))
         print(f"front-end times set by hand: {1e3 * req:g} ms a request, {1e3 * tok:g} ms a "
               "token (not fitted)\n")
