@@ -27,9 +27,11 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   blocks, the rest recomputed), each request cached with probability ``prefix_hit_rate``:
   the first run (01) is cold (V0's log reads 0.00% through it); TP8's V1 engine has one
   cache, so every later prompt hits; V0 under PP2 keeps one cache per virtual engine and a
-  prompt hits only where it was served before, so each PP run's rate is the server's own
-  lifetime counter in lws-run-1.sh turned into per-run rates (``perfgraph.whatif.simulate.
-  prefix``: 0, 56, 84, 94%; two even engines would give 0, 50, 75, 88%).
+  prompt hits only where it was served before. V0 logs the first virtual engine's lifetime
+  counter alone (lws-run-1.sh), turned into per-run rates (0, 56, 84, 94%); the server's
+  rate takes those for that engine's half of the requests and the placement's expectation
+  (two even engines: 0, 50, 75, 88%) for the other half: 0, 53, 80, 91%
+  (``perfgraph.whatif.simulate.prefix``).
 - the API server's one event loop (``perfgraph.whatif.simulate.frontend``: one FIFO queue
   for each request's ingress, ``frontend_request_time``, and each step's streamed tokens,
   ``frontend_token_time``) turns a burst into a stream and, when busy, holds tokens back
@@ -62,7 +64,7 @@ from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, parse_set
-from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
+from perfgraph.whatif.simulate.prefix import run_hit_rates, server_hit_rate, virtual_engine_hit
 
 ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
 CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=2048 token"]),
@@ -171,9 +173,17 @@ def pp_lifetime_hits(folder: str = "03_tp4_pp2_IB") -> list[float]:
     return ends + [logged[-1][1]]  # the lifetime rate only grows: max is the last read
 
 
+#: the PP deployment's virtual engines (pipeline_parallel_size), each with its own cache
+PP_ENGINES = 2
+
+
 def hit_rates() -> dict[str, list[float]]:
-    """Each configuration's per-run prefix_hit_rate (whole prompts), in RATES order."""
-    pp = {f: run_hit_rates(pp_lifetime_hits(f)) for f in PP_LOGS}
+    """Each configuration's per-run prefix_hit_rate (whole prompts), in RATES order. Under
+    PP the logged counter is the first virtual engine's: the server's rate takes it for that
+    engine's half of the requests and the placement's expectation for the other half."""
+    pp = {f: [server_hit_rate(h, k, PP_ENGINES)
+              for k, h in enumerate(run_hit_rates(pp_lifetime_hits(f)), start=1)]
+          for f in PP_LOGS}
     return {"01_tp8_pp1": [0.0] + [1.0] * (len(RATES) - 1), **pp}
 
 
@@ -318,7 +328,7 @@ def main() -> None:
     print("prefix hits per run (" + ", ".join(RATES) + "): " + "; ".join(
         f"{k} " + ", ".join(f"{100 * h:.0f}%" for h in v) for k, v in hit_rates().items())
         + "; two even virtual engines: "
-        + ", ".join(f"{100 * virtual_engine_hit(k, 2):.0f}%" for k in range(1, 5)) + "\n")
+        + ", ".join(f"{100 * virtual_engine_hit(k, PP_ENGINES):.0f}%" for k in range(1, 5)) + "\n")
     held_rates = tuple(q for q in RATES if q not in fit_rates)
     head = ["| run | rate | role | TTFT p50 sim / meas | TTFT p99 | TPOT p50 | TPOT p99 |",
             "|---|---|---|---:|---:|---:|---:|"]

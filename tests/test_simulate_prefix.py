@@ -9,7 +9,7 @@ import pytest
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.simulate import Setup, simulate
-from perfgraph.whatif.simulate.prefix import run_hit_rates, virtual_engine_hit
+from perfgraph.whatif.simulate.prefix import run_hit_rates, server_hit_rate, virtual_engine_hit
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -31,6 +31,16 @@ def test_a_prompt_hits_only_on_an_engine_that_served_it() -> None:
     assert virtual_engine_hit(5, 1) == 1  # one cache (V1, no PP): every resend hits
     with pytest.raises(InputError):
         virtual_engine_hit(0, 2)
+
+
+def test_the_server_rate_weighs_the_logged_engine_by_its_share() -> None:
+    # engine 0 logged 94.05% on the fourth sending; engine 1's expectation is 1 − ½³
+    assert server_hit_rate(0.9405, 4, 2) == pytest.approx((0.9405 + 0.875) / 2)
+    # four engines: the logged one is a quarter of the requests
+    assert server_hit_rate(1.0, 2, 4) == pytest.approx((1.0 + 3 * 0.25) / 4)
+    assert server_hit_rate(0.3, 9, 1) == 0.3  # one engine: its counter is the server's
+    with pytest.raises(InputError, match="expected a share"):
+        server_hit_rate(-0.1, 2, 2)
 
 
 def _ttfts(whole: bool, hit: float, n: int = 40) -> np.ndarray:
