@@ -80,6 +80,8 @@ def test_kv_pressure_preempts_and_every_token_still_comes_out() -> None:
     e = result.engine
     assert result.complete and e.preemptions > 0
     assert e.reqs.gen == e.reqs.osl  # every request got all its tokens
+    # and the steps' log counts each once, a resumed request's re-prefill token too
+    assert e.log.arrays()["tokens"].sum() == sum(e.reqs.osl)
     assert e.pool.prefill == 0 and not e.order and not e.waiting
     assert summarise(result, sheet)["kv_use"]["max"] <= 1.0
 

@@ -236,3 +236,24 @@ def test_a_closed_loops_next_request_is_sent_when_the_last_token_arrives() -> No
     t = run.engine.reqs.table()
     assert t["arrival"][1] == pytest.approx(t["end"][0])
     assert t["arrival"][2] == pytest.approx(t["end"][1])
+
+
+def test_a_preempted_requests_gap_is_its_clients_from_delivery_to_delivery() -> None:
+    # KV for ~40 sequences of 2048 tokens and 64 users: decoders are preempted and resume;
+    # a loop of 0.5 ms a stream lags the engine by a varying amount
+    sheet = load(ScenarioSpec(sets=())).sheet
+    sheet.set("gpu_memory_utilization", 0.5)
+    sheet.set("frontend_token_time", "0.5 ms/token")
+    result = simulate(sheet, Setup(users=64, requests=300))
+    e = result.engine
+    gaps = np.asarray(e.log.gaps)
+    assert e.preemptions > 0 and gaps.size > 0 and (gaps > 0).all()
+    steps = e.log.arrays()
+    lag = steps["out"] - steps["end"]
+    assert np.ptp(lag) > 1e-3  # delivery times are not the steps' ends shifted
+    outs = np.sort(steps["out"])
+    for g in gaps:  # each gap is one step's delivery after another's
+        later = outs + g
+        at = np.clip(np.searchsorted(outs, later), 1, outs.size - 1)
+        near = np.minimum(abs(outs[at] - later), abs(outs[at - 1] - later))
+        assert near.min() < 1e-9

@@ -169,17 +169,16 @@ class Engine:
             att += c * done[i] + c * c / 2  # causal: each token attends to those before it
         dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att, len(chunks))
         self.now += dt
-        self.out = self.now
-        if self.frontend.active:  # its tokens: the decodes' and each prompt finished
-            r = self.reqs
-            tokens = d + sum(1 for i, c in chunks if r.done[i] + c >= r.plen[i])
-            self.out = self.frontend.step(self.now, tokens)
-        firsts = self._apply(chunks)
-        if d:
+        # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
+        # request's next one after its re-prefill)
+        tokens = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
+        self.out = self.frontend.step(self.now, tokens) if self.frontend.active else self.now
+        if d:  # before the chunks join: a prompt done here decodes from the next step on
             self.G += 1
             self.kv_dec += d
-            self.log.last_decode = self.now
-        self.log.step(self.now, dt, d, p, d + firsts, self._kv_use(), self.out)
+            self.log.last_out = self.out
+        self._apply(chunks)
+        self.log.step(self.now, dt, d, p, tokens, self._kv_use(), self.out)
         self._finish_due()
 
     def _prefill_pending(self) -> bool:
@@ -246,9 +245,9 @@ class Engine:
         r.held[i] = (0 if fresh else r.held[i]) + need
         return True
 
-    def _apply(self, chunks: list[tuple[int, int]]) -> int:
-        """Advance the chunks; a prompt done gives its (next) token. Returns first tokens."""
-        r, firsts = self.reqs, 0
+    def _apply(self, chunks: list[tuple[int, int]]) -> None:
+        """Advance the chunks; a prompt done gives its (next) token."""
+        r = self.reqs
         for i, c in chunks:
             r.done[i] += c
             if r.done[i] < r.plen[i]:
@@ -256,15 +255,13 @@ class Engine:
             self.prefilling.remove(i)
             if r.gen[i] == 0:
                 r.t_first[i] = self.out + self.model.ttft_overhead
-                firsts += 1
-            else:
-                self.log.gap(self.now - r.t_last[i])
+            else:  # resumed: its client's gap, from delivery to delivery
+                self.log.gap(self.out - r.t_last[i])
             r.gen[i] += 1
             self.pool.prefill -= r.held[i]
             self.pool.decode += r.held[i]
             self.pool.grow += 1
             self._join(i)
-        return firsts
 
     def _join(self, i: int) -> None:
         r = self.reqs
@@ -329,7 +326,7 @@ class Engine:
     def _preempt_decoder(self, i: int) -> None:
         r = self.reqs
         gen = self._leave(i)
-        r.gen[i], r.t_last[i] = gen, self.log.last_decode
+        r.gen[i], r.t_last[i] = gen, self.log.last_out
         self._requeue(i, r.isl[i] + gen)
 
     def _preempt_prefill(self, i: int) -> None:

@@ -4,7 +4,8 @@ was busy; :mod:`.frontend`).
 
 Kept as arrays of a few numbers per step (runs of decode steps arrive as whole arrays), for
 ITL percentiles (each decode token's gap is its step's duration), the time series and the
-trace. Gaps that are not one step (a preempted request's next token) are kept apart.
+trace. Gaps that are not one step (a preempted request's next token) are kept apart, as
+its client sees them: from its last token's delivery to the resumed one's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class StepLog:
         self._chunks: list[tuple[np.ndarray, ...]] = []
         self._rows: list[tuple[float, float, int, int, int, float, float]] = []
         self.gaps: list[float] = []
-        self.last_decode = 0.0
+        self.last_out = 0.0  # when the last decode step's tokens reached their clients
 
     def step(self, end: float, dur: float, decodes: int, prefill: int, tokens: int,
              kv: float, out: float) -> None:
@@ -33,7 +34,7 @@ class StepLog:
         full = np.full(k, float(decodes))
         use = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
         self._chunks.append((ends, durs, full, np.zeros(k), full, use, out))
-        self.last_decode = float(ends[-1])
+        self.last_out = float(out[-1])
 
     def gap(self, seconds: float) -> None:
         self.gaps.append(seconds)
