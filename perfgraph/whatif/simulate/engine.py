@@ -266,6 +266,7 @@ class Engine:
     def _join(self, i: int) -> None:
         r = self.reqs
         r.g_join[i], r.gen_join[i] = self.G, r.gen[i]
+        r.t_last[i] = self.out  # its latest token, until a decode step gives another
         self.decoding.add(i)
         self.n_dec += 1
         self.kv_dec += r.isl[i] + r.gen[i]
@@ -326,7 +327,8 @@ class Engine:
     def _preempt_decoder(self, i: int) -> None:
         r = self.reqs
         gen = self._leave(i)
-        r.gen[i], r.t_last[i] = gen, self.log.last_out
+        # its last token: the last decode step's, or its own prefill's if none ran since
+        r.gen[i], r.t_last[i] = gen, max(r.t_last[i], self.log.last_out)
         self._requeue(i, r.isl[i] + gen)
 
     def _preempt_prefill(self, i: int) -> None:
