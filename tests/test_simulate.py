@@ -251,3 +251,16 @@ def test_a_calibration_profile_reaches_the_step_model() -> None:
     by_hand = plain + b * isl / chunk / osl * (carrying - plain)
     assert tpot == pytest.approx(sheet.magnitude("itl"), rel=0.03)  # issue 14's 3%
     assert tpot == pytest.approx(1e3 * by_hand, rel=0.04)  # ms
+
+
+def test_a_prompt_done_beside_decodes_runs_all_its_decode_steps(tmp_path: Path) -> None:
+    # the second prompt arrives while the first decodes, so its prefill ends in a step
+    # that also decodes: its 5 tokens are that step's first and 4 decode steps after it
+    path = tmp_path / "lengths.csv"
+    path.write_text("arrival_s,isl,osl\n0,1024,400\n0.5,512,5\n")
+    result = simulate(sheet_of(), Setup(lengths=str(path)))
+    t, steps = result.engine.reqs.table(), result.engine.log.arrays()
+    assert t["first_token"][1] < t["end"][0]  # it joined while the first decoded
+    after = (steps["end"] > t["first_token"][1]) & (steps["end"] <= t["end"][1])
+    assert int(after.sum()) == 4
+    assert steps["tokens"].sum() == 405
