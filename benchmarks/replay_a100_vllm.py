@@ -37,7 +37,8 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   ``frontend_token_time``) turns a burst into a stream and, when busy, holds tokens back
   from their clients. ``--frontend loop`` (the default) fits both times per configuration
   on that configuration's fitted runs alone, on a grid within [0, 1/70 s] and
-  [0, 1 ms/token], and says how well those runs pin each. V1 coalesces a lagging stream's
+  [0, 1 ms/token], says how well those runs pin each, and gives the held-out cells' spread
+  across the grid points within 10% of the best fit. V1 coalesces a lagging stream's
   tokens (``frontend_coalesce``); V0 does not, and under PP it runs its engine on that same
   loop (MQLLMEngineClient.is_unsupported_config: AsyncLLMEngine in the server process),
   which the simulation does not model;
@@ -211,17 +212,20 @@ def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
 
 
 #: ``--frontend loop``'s grid: per request (s; up to FRONTEND_MAX) and per token (s/token;
-#: up to 1 ms, above the 0.24–0.5 ms between tokens the TP8 burst's client received)
+#: up to 1 ms, above the 0.24–0.5 ms between tokens the TP8 burst's client received; finer
+#: from 0.4 to 0.5 ms, where TP8's loop nears its limit at rate 16 and the cost turns on
+#: 25 µs: on the coarser grid the request time looked pinned at 4 ms, where 0.5–4 ms fit
+#: within 10%)
 LOOP_REQ = (0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, FRONTEND_MAX)
 LOOP_TOK = (0.0, 0.05e-3, 0.1e-3, 0.15e-3, 0.2e-3, 0.25e-3, 0.3e-3, 0.35e-3, 0.4e-3,
-            0.5e-3, 0.6e-3, 0.8e-3, 1e-3)
+            0.425e-3, 0.45e-3, 0.475e-3, 0.5e-3, 0.6e-3, 0.8e-3, 1e-3)
 
 
 def fitted_loop(folder: str, fit_rates: tuple[str, ...], calibration: str | None,
-                ) -> tuple[tuple[float, float], list[str]]:
+                ) -> tuple[tuple[float, float], list[str], list[tuple[float, float]]]:
     """Both front-end times fitted on ``folder``'s fitted runs alone: the grid point with
-    the least Σ log(1 + error)² over their p50/p99 TTFT and TPOT; and what pins them (the
-    values within 10% of the best cost)."""
+    the least Σ log(1 + error)² over their p50/p99 TTFT and TPOT; what pins them (the
+    values within 10% of the best cost); and those grid points."""
     runs = [(c, hit) for c, q, hit in zip(comparisons(folder, RATES, calibration), RATES,
                                            hit_rates()[folder], strict=True)
             if q in fit_rates]
@@ -241,7 +245,7 @@ def fitted_loop(folder: str, fit_rates: tuple[str, ...], calibration: str | None
            f"{1e3 * min(k[0] for k in near):.3g}–{1e3 * max(k[0] for k in near):.3g} ms, "
            f"token {1e3 * min(k[1] for k in near):.3g}–{1e3 * max(k[1] for k in near):.3g}"
            " ms/token"]
-    return best, say
+    return best, say, near
 
 
 def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
@@ -261,6 +265,24 @@ def fitted_frontend(calibration: str | None) -> tuple[float, Percentiles]:
         lo, hi = (lo, b) if cost(a) <= cost(b) else (a, hi)
     t = (lo + hi) / 2
     return t, replayed(c, folder, hit, calibration, t)
+
+
+def held_spread(folder: str, calibration: str | None, near: list[tuple[float, float]],
+                held_rates: tuple[str, ...]) -> list[str]:
+    """The held-out cells' errors across the loop times the fitted runs leave (``near``):
+    how far they bound the prediction (a spread, not a result)."""
+    runs = [(c, q, hit) for c, q, hit in zip(comparisons(folder, RATES, calibration), RATES,
+                                              hit_rates()[folder], strict=True)
+            if q in held_rates]
+    spread = [[p.error_of(m, s) for c, _, hit in runs
+               for p in [replayed(c, folder, hit, calibration, *k)] for m, s in CELLS]
+              for k in near]
+    cells = [f"{q} {m} {s}" for _, q, _ in runs for m, s in CELLS]
+    out = [f"{folder}: held-out errors across the {len(near)} grid points within 10%:"]
+    for j, name in enumerate(cells):
+        lo, hi = min(e[j] for e in spread), max(e[j] for e in spread)
+        out.append(f"  {name}: {100 * lo:+.0f}% to {100 * hi:+.0f}%")
+    return out
 
 
 def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
@@ -355,8 +377,9 @@ def main() -> None:
     elif args.frontend == "loop":
         loops = {}
         for folder in CONFIGS:
-            loops[folder], say = fitted_loop(folder, fit_rates, overlay)
+            loops[folder], say, near = fitted_loop(folder, fit_rates, overlay)
             print("\n".join(say))
+            print("\n".join(held_spread(folder, overlay, near, held_rates)))
         print()
     elif args.frontend != "off":
         frontend, p = fitted_frontend(overlay)
