@@ -172,7 +172,7 @@ class Engine:
         # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
         # request's next one after its re-prefill)
         tokens = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
-        self.out = self.frontend.step(self.now, tokens) if self.frontend.active else self.now
+        self.out = self.frontend.step(self.now, tokens)  # its end when the loop is idle
         if d:  # before the chunks join: a prompt done here decodes from the next step on
             self.G += 1
             self.kv_dec += d

@@ -34,9 +34,7 @@ def run_hit_rates(lifetime: Sequence[float]) -> list[float]:
     of equal block lookups), clipped to [0, 1]."""
     out, before = [], 0.0
     for k, h in enumerate(lifetime, start=1):
-        if not 0 <= h <= 1:
-            raise InputError(f"a lifetime hit rate of {h}: expected a share in [0, 1]",
-                             name="prefix cache hit rate")
+        _share(h, "a lifetime hit rate")
         out.append(min(1.0, max(0.0, k * h - before)))
         before = k * h
     return out
@@ -55,8 +53,12 @@ def server_hit_rate(logged: float, send: int, engines: int) -> float:
     """A run's hit rate over every virtual engine: ``logged`` (the first engine's, from its
     counter) for its 1/``engines`` of the requests, the placement's expectation
     (``virtual_engine_hit``) for the rest, which no counter logged."""
-    if not 0 <= logged <= 1:
-        raise InputError(f"a hit rate of {logged}: expected a share in [0, 1]",
-                         name="prefix cache hit rate")
+    _share(logged, "a hit rate")
     unlogged = virtual_engine_hit(send, engines)
     return (logged + (engines - 1) * unlogged) / engines
+
+
+def _share(h: float, what: str) -> None:
+    if not 0 <= h <= 1:
+        raise InputError(f"{what} of {h}: expected a share in [0, 1]",
+                         name="prefix cache hit rate")
