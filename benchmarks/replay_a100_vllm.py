@@ -200,6 +200,13 @@ def sheets_for(folder: str, calibration: str | None) -> Sheets:
     return _SHEETS[key]
 
 
+def runs_of(folder: str, calibration: str | None, rates: tuple[str, ...],
+            ) -> list[tuple[Comparison, str, float]]:
+    """``folder``'s runs at ``rates`` (in RATES order): each compared, its rate, its hit rate."""
+    runs = zip(comparisons(folder, RATES, calibration), RATES, hit_rates()[folder], strict=True)
+    return [(c, q, hit) for c, q, hit in runs if q in rates]
+
+
 def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
              frontend: float = 0.0, token: float = 0.0) -> Percentiles:
     sheet, reference = sheets_for(folder, calibration)(c.setup)
@@ -226,9 +233,7 @@ def fitted_loop(folder: str, fit_rates: tuple[str, ...], calibration: str | None
     """Both front-end times fitted on ``folder``'s fitted runs alone: the grid point with
     the least Σ log(1 + error)² over their p50/p99 TTFT and TPOT; what pins them (the
     values within 10% of the best cost); and those grid points."""
-    runs = [(c, hit) for c, q, hit in zip(comparisons(folder, RATES, calibration), RATES,
-                                           hit_rates()[folder], strict=True)
-            if q in fit_rates]
+    runs = [(c, hit) for c, _, hit in runs_of(folder, calibration, fit_rates)]
     costs = {}
     for t_req in LOOP_REQ:
         for t_tok in LOOP_TOK:
@@ -271,9 +276,7 @@ def held_spread(folder: str, calibration: str | None, near: list[tuple[float, fl
                 held_rates: tuple[str, ...]) -> list[str]:
     """The held-out cells' errors across the loop times the fitted runs leave (``near``):
     how far they bound the prediction (a spread, not a result)."""
-    runs = [(c, q, hit) for c, q, hit in zip(comparisons(folder, RATES, calibration), RATES,
-                                              hit_rates()[folder], strict=True)
-            if q in held_rates]
+    runs = runs_of(folder, calibration, held_rates)
     spread = [[p.error_of(m, s) for c, _, hit in runs
                for p in [replayed(c, folder, hit, calibration, *k)] for m, s in CELLS]
               for k in near]
@@ -289,10 +292,8 @@ def rows(calibration: str | None, held: set[str], frontend: float = 0.0,
          everywhere: bool = False,
          loops: dict[str, tuple[float, float]] | None = None) -> tuple[list[str], dict]:
     out, errors = [], {}
-    hits = hit_rates()
     for folder in CONFIGS:
-        runs = zip(comparisons(folder, RATES, calibration), RATES, hits[folder], strict=True)
-        for c, qps, hit in runs:
+        for c, qps, hit in runs_of(folder, calibration, RATES):
             if loops is not None:
                 p = replayed(c, folder, hit, calibration, *loops[folder])
             else:
