@@ -49,7 +49,7 @@ VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
           "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
           "cost_per_mtok_total", "energy_per_token", "max_concurrency", "ttft_at_rate",
-          "prefill_queue_wait", "prefill_pool_replicas")
+          "prefill_queue_wait", "prefill_pool_replicas", "capacity_throughput_per_gpu")
 MASKS = ("plan_feasible", "batch_fits", "model_fits")
 DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
                 "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}

@@ -111,11 +111,14 @@ def _pools(ans: dict) -> dict[str, int]:
 
 
 def _write(result: plan.Result, path: str) -> None:
+    import numpy as np
     import polars as pl
 
     from perfgraph._infra.atomic import write_atomic
 
     choices = [result.choices(int(r)) for r in result.rows]
+    rank = np.empty(result.feasible, dtype=np.int64)  # 1: the plan the answer gives
+    rank[result.order()] = np.arange(1, result.feasible + 1)
     frame = pl.DataFrame(choices).with_columns(
-        *[pl.Series(n, result.values[n]) for n in result.values])
+        *[pl.Series(n, result.values[n]) for n in result.values], pl.Series("rank", rank))
     write_atomic(path, lambda tmp: frame.write_parquet(tmp))
