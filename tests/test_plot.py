@@ -82,9 +82,13 @@ def test_measured_runs_are_points_at_their_own_numbers(comparisons) -> None:
     run = next(c for c in runs if c.setup.hardware == "h100-sxm" and c.setup.tp == 2
                and c.setup.concurrency == 64)
     assert tpot[tpot[:, 0] == 64][0, 1] == pytest.approx(run.metric("tpot").measured)
-    x, y = line(fig, "Throughput per GPU", f"{label} (model)")
+    # per GPU, TP 2, 4 and 8 of one GPU model the same throughput: one line, named for all
+    x, y = line(fig, "Throughput per GPU",
+                "h100-sxm · fp8 · TP 2 = TP 4 = TP 8 · 921.6/921.6 (model)")
     assert at(x, y, 64) == pytest.approx(run.metric("throughput").modelled * 1024 / 2048,
                                          rel=1e-9)  # the file's total tokens/s per GPU
+    x, y = line(fig, "Inter-token latency (mean TPOT)", f"{label} (model)")  # apart here
+    assert at(x, y, 64) == pytest.approx(run.metric("tpot").modelled, rel=1e-9)
 
 
 def test_relative_is_percent_of_possible(comparisons) -> None:
@@ -120,29 +124,41 @@ def test_roofline_has_the_ridge_and_the_scenarios_points() -> None:
                                        sheet.magnitude("attainable_flops")])
 
 
-def test_measured_runs_on_the_roofline_sit_below_the_roof(comparisons) -> None:
+def test_measured_runs_on_the_roofline_sit_below_their_own_roof(comparisons) -> None:
     runs, base = comparisons
-    series = chart_data.measured_roofline_points(runs, base, "TFLOP/s")
-    by_mbu = next(s for s in series if s.label == "measured runs, by MBU")
-    run = next(c for c in runs if c.error is None and c.mbu is not None)
-    sheet = load(run.setup.spec(base.spec)).sheet
-    assert len(by_mbu.x) == len(runs)
+    named, series = chart_data.measured_roofline_points(runs, base, "TFLOP/s", load().sheet)
+    by = {s.label: s for s in series}
+    assert named == "roof: h100-sxm (one GPU)"  # the scenario's roof is the H100's
+    assert "roof: h100-sxm (one GPU)" not in by and "roof: h200 (one GPU)" in by
+    h200 = [c for c in runs if c.setup.hardware == "h200"]
+    got = by["h200: measured runs, by MBU"]
+    assert len(got.x) == len(h200) and len(by["h100-sxm: measured runs, by MBU"].x) == \
+        len(runs) - len(h200)
     # achieved decode FLOP/s = MBU × bandwidth × intensity ≤ the roof there, each run's own
     # hardware's (the H200 runs' 4.8 TB/s is above the H100's 3.35)
-    roof = max(load(c.setup.spec(base.spec)).sheet.magnitude("hbm_bandwidth") for c in runs)
-    assert sheet.magnitude("hbm_bandwidth") < roof
-    assert np.all(by_mbu.y <= roof * by_mbu.x * 1.0001)
+    roof = by["roof: h200 (one GPU)"]
+    assert np.all(got.y <= np.interp(got.x, roof.x, roof.y) * 1.0001)
+    assert got.color != roof.color  # the runs a lighter shade of their roof
 
 
-def test_pareto_frontier_on_synthetic_points() -> None:
-    pts = [{"interactivity": 10, "throughput_per_gpu": 100, "label": "a"},
-           {"interactivity": 20, "throughput_per_gpu": 80, "label": "b"},
-           {"interactivity": 15, "throughput_per_gpu": 70, "label": "dominated"},
-           {"interactivity": 40, "throughput_per_gpu": 30, "label": "c"}]
-    fig = charts.pareto(pts, title="t")
-    x, y = line(fig, "", "Pareto frontier")
-    assert x.tolist() == [10, 20, 40] and y.tolist() == [100, 80, 30]
-    assert len(points(fig, "", "configurations")) == 4
+def test_pareto_families_frontiers_and_the_chosen_plan() -> None:
+    from perfgraph.output.pareto_data import pareto_data
+
+    cols = {"engine": np.array(["vllm"] * 6), "hardware": np.array(["h100"] * 4 + ["h200"] * 2),
+            "precision": np.array(["fp8"] * 6), "disaggregated": np.array([0.0] * 6),
+            "tp": np.ones(6), "pp": np.ones(6), "concurrency": np.arange(1.0, 7.0),
+            "deployment_gpus": np.full(6, 2.0),
+            "tokens_per_s_per_user": np.array([10, 20, 15, 40, 30, 5.0]),
+            "capacity_throughput_per_gpu": np.array([100, 80, 70, 30, 50, 200.0]),
+            "rank": np.array([3, 1, 2, 4, 5, 6])}
+    data = pareto_data(cols)
+    assert [f.label for f in data.frontiers] == ["h200 · fp8 · aggregated",  # the highest first
+                                                 "h100 · fp8 · aggregated"]
+    h100 = data.frontiers[1]
+    assert h100.x.tolist() == [10, 20, 40] and h100.y.tolist() == [100, 80, 30]  # 15/70 beaten
+    assert data.chosen is not None and data.chosen.x.tolist() == [20]
+    assert data.chosen.label == "chosen plan: h100 · fp8 · aggregated, TP 1, batch 2, 2 GPUs"
+    assert sum(len(s.x) for s in data.scatter) == 6
 
 
 def test_simulation_cdfs_on_synthetic_samples() -> None:
@@ -227,20 +243,19 @@ def test_plot_names_the_extra_when_matplotlib_is_missing(monkeypatch, capsys) ->
     assert "pip install 'perfgraph[plot]'" in capsys.readouterr().err
 
 
-def test_pareto_points_without_the_axes_keys_are_refused() -> None:
-    from perfgraph.errors import InputError
+def test_the_readmes_pictures_are_made_by_the_commands_it_gives() -> None:
+    from perfgraph.cli import pictures
 
-    with pytest.raises(InputError, match="'interactivity'"):
-        charts.pareto([{"throughput_per_gpu": 1.0}])
-
-
-def test_the_readmes_pictures_are_what_plot_draws(tmp_path: Path, capsys) -> None:
-    from perfgraph.output import pictures
-
-    assert pictures.main([str(tmp_path)]) == 0
-    assert main(["plot", "roofline", "--out", str(tmp_path / "cli.svg")]) == 0
-    assert (tmp_path / "roofline.svg").read_bytes() == (tmp_path / "cli.svg").read_bytes()
-    assert "h100-sxm · fp8 · TP 2 · 921.6/921.6 (model)" in svg_text(tmp_path / "concurrency.svg")
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for name in ("pareto.png", "concurrency.png"):
+        assert f"](docs/pictures/{name})" in readme
+        assert (pictures.DEFAULT / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "python3 -m perfgraph.cli.pictures" in readme
+    plan, pareto, across = pictures.COMMANDS
+    flat = " ".join(readme.split())
+    assert plan.split(" --out")[0] in flat
+    for command in (pareto, across):
+        assert command.format(plans="plans.parquet", out="docs/pictures") in flat
 
 
 def test_pareto_and_simulation_draw_what_plan_and_simulate_wrote(tmp_path) -> None:
@@ -256,14 +271,16 @@ def test_pareto_and_simulation_draw_what_plan_and_simulate_wrote(tmp_path) -> No
     from perfgraph.output import charts
 
     frame = pl.read_parquet(plans)
+    assert frame["rank"].sort().to_list() == list(range(1, frame.height + 1))
     fig = command.pareto(type("A", (), {"files": [str(plans)]})())
-    points = fig.axes[0].lines[0] if fig.axes[0].lines else None
-    assert points is not None
-    xs = frame["tokens_per_s_per_user"].to_numpy()
-    ys = frame["served_throughput_per_gpu"].to_numpy()
+    fp8 = frame.filter((pl.col("precision") == "fp8") & (pl.col("disaggregated") == 0))
+    xs = fp8["tokens_per_s_per_user"].to_numpy()
+    ys = fp8["capacity_throughput_per_gpu"].to_numpy()
     keep = charts.frontier(xs, ys)
-    drawn = [line for line in fig.axes[0].lines if len(line.get_xdata()) == len(keep)]
-    assert drawn and list(drawn[-1].get_xdata()) == pytest.approx(list(xs[keep]))
+    drawn = next(ln for ln in fig.axes[0].lines
+                 if ln.get_label() == "h200 · fp8 · aggregated = h200 · int8 · aggregated")
+    assert list(drawn.get_xdata()) == pytest.approx(list(xs[keep]))
+    assert list(drawn.get_ydata()) == pytest.approx(list(ys[keep]))
     rows = pl.read_parquet(requests)
     fig = command.simulation(type("A", (), {"files": [str(requests)]})())
     ttft_line = fig.axes[0].lines[0]

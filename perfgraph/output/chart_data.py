@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,14 +38,28 @@ ROOF_POINTS = 96
 
 def curves(sheet: Sheet, x: str, values: np.ndarray,
            config: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
-    """Every metric, and the throughput ceiling per GPU, over ``values`` of ``x``."""
+    """Every metric, the throughput ceiling per GPU and the batch the KV memory holds
+    (``kv_limit``, the sheet's ``floor(max_concurrency)``) over ``values`` of ``x``.
+
+    Throughput is what the sheet says is attainable: where the users outnumber what the KV
+    cache holds, the sheet evaluated at the batch that really runs (``ceiling_batch``, the
+    concurrency capped by the KV memory), and nothing where not one sequence fits."""
     xs = np.asarray(values, dtype=float)
     given = {name: np.full(len(xs), float(v)) for name, v in (config or {}).items()}
     cols = sheet.evaluate_columns({**given, x: xs}, len(xs))
     out = {m: in_unit(sheet, cols, cell, u) for m, (cell, u, _) in CELLS.items()}
+    batch = np.asarray(cols["ceiling_batch"], dtype=float)
+    capped = batch < np.asarray(cols["concurrency"], dtype=float)
+    if capped.any():
+        held = sheet.evaluate_columns({**given, x: xs, "concurrency": np.maximum(batch, 1)},
+                                      len(xs))
+        out["throughput"] = np.where(capped, in_unit(sheet, held, "throughput_per_gpu",
+                                                     "token/s"), out["throughput"])
+    out["throughput"] = np.where(batch >= 1, out["throughput"], np.nan)
     with np.errstate(all="ignore"):
         out["ceiling"] = in_unit(sheet, cols, "throughput_ceiling", "token/s") / np.asarray(
             cols["n_gpus"], dtype=float)
+    out["kv_limit"] = np.floor(np.asarray(cols["max_concurrency"], dtype=float))
     return out
 
 
@@ -58,16 +72,31 @@ def grid(sheet: Sheet, x: str, also: Sequence[float] = ()) -> np.ndarray:
 
 def scenario_panels(sheet: Sheet, x: str, label: str = "model", color: str | None = None,
                     ) -> dict[str, list[Series]]:
-    """The model's curves of one scenario over ``x``: one line per metric, and the
-    ceiling (dashed) with the throughput."""
+    """The model's curves of one scenario over ``x``: one line per metric, the ceiling
+    (dashed) with the throughput and, against concurrency, where the KV cache runs out (a
+    vertical line on every panel; the grid reaches past it)."""
     if x not in AXES:
         raise InputError(f"--x must be one of {', '.join(AXES)}, got {x!r}")
-    xs = grid(sheet, x)
+    limit = kv_limit(sheet)
+    xs = grid(sheet, x, [limit] if x == "concurrency" and math.isfinite(limit) else [])
     values = curves(sheet, x, xs)
     panels = {m: [Series(label, xs, values[m], color=color)] for m in CELLS}
     panels["throughput"].append(Series(f"{label}: ceiling (KV-capped batch)", xs,
                                        values["ceiling"], "ceiling", color=color))
+    if x == "concurrency" and math.isfinite(limit):
+        mark = Series(f"{label}: KV cache full above {number(limit)} users", np.array([limit]),
+                      np.array([math.nan]), "limit", color=color)
+        for m in CELLS:
+            panels[m].append(mark)
     return panels
+
+
+def kv_limit(sheet: Sheet) -> float:
+    """The most users whose KV the memory holds (the sheet's ``floor(max_concurrency)``); NaN
+    where that cell fails."""
+    if sheet.error("max_concurrency") is not None:
+        return math.nan
+    return float(math.floor(sheet.magnitude("max_concurrency")))
 
 
 def merge(*many: Mapping[str, list[Series]]) -> dict[str, list[Series]]:
@@ -92,7 +121,7 @@ def _key(c: Comparison, x: str) -> tuple:
 
 def _label(group: _Group, x: str) -> str:
     model, hardware, precision, other, isl, osl = group.key
-    slug = (hardware or "?").rsplit("/", 1)[-1].removesuffix(".toml")
+    slug = _slug(hardware)
     fixed = f"TP {number(other)}" if x == "concurrency" else f"{number(other)} users"
     return f"{slug} · {precision} · {fixed} · {number(isl, 4)}/{number(osl, 4)}"
 
@@ -130,34 +159,49 @@ def _measured(c: Comparison, metric: str, n_gpus: float, relative: bool) -> floa
 def measured_panels(comparisons: Sequence[Comparison], base: Baseline, x: str,
                     relative: bool = False) -> dict[str, list[Series]]:
     """Measured runs as points over ``x``, and (unless ``relative``) the model at each
-    group's configuration as lines of the same colour."""
+    group's configuration as lines: one colour per model, GPU, precision and lengths, one
+    marker (points) and dash pattern (lines) per TP (or concurrency, against TP)."""
     found = groups(comparisons, x)
     if not found:
         raise InputError("no measured run could be modelled (see 'perfgraph compare')")
     panels: dict[str, list[Series]] = {m: [] for m in CELLS}
+    lines: dict[str, list[Series]] = {m: [] for m in CELLS}  # the model's, drawn first
     sheets: dict[tuple, Sheet] = {}
-    for i, group in enumerate(found):
+    colours, styles = encoding([g.key for g in found])
+    for group, color, style in zip(found, colours, styles, strict=True):
         first = group.runs[0].setup
         if first.group not in sheets:
             try:
                 sheets[first.group] = load(first.spec(base.spec)).sheet
             except PerfgraphError:
                 continue
-        sheet, color, label = sheets[first.group], f"C{i % 10}", _label(group, x)
+        sheet, label = sheets[first.group], _label(group, x)
         cols = config_columns([c.setup for c in group.runs])
         gpus = sheet.evaluate_columns(cols, len(group.runs))["n_gpus"]
         xs = np.array([_x_of(c, x) for c in group.runs])
         for metric in CELLS:
             ys = np.array([_measured(c, metric, float(gpus[j]), relative)
                            for j, c in enumerate(group.runs)])
-            panels[metric].append(Series(f"{label} (measured)", xs, ys, "points", color))
+            panels[metric].append(Series(f"{label} (measured)", xs, ys, "points", color,
+                                         style))
         if not relative:
-            _model_lines(panels, sheet, group, x, label, color)
-    return panels
+            _model_lines(lines, sheet, group, x, Series(label, xs, xs, color=color,
+                                                        style=style))
+    return {m: lines[m] + panels[m] for m in CELLS}
+
+
+def encoding(keys: Sequence[tuple]) -> tuple[list[str], list[int]]:
+    """Each group's colour (one per model, GPU, precision and lengths: its key but for the
+    fourth field) and style index (one per value of that fourth field: TP or users)."""
+    families = list(dict.fromkeys(k[:3] + k[4:] for k in keys))
+    others = sorted({k[3] or 0 for k in keys})
+    return ([f"C{families.index(k[:3] + k[4:]) % 10}" for k in keys],
+            [others.index(k[3] or 0) for k in keys])
 
 
 def _model_lines(panels: dict[str, list[Series]], sheet: Sheet, group: _Group, x: str,
-                 label: str, color: str) -> None:
+                 like: Series) -> None:
+    """The model at ``group``'s configuration over ``x``, in ``like``'s label and style."""
     first = group.runs[0].setup
     config = {"isl": float(first.isl or 0), "osl": float(first.osl or 0)}
     if x == "concurrency":
@@ -168,7 +212,8 @@ def _model_lines(panels: dict[str, list[Series]], sheet: Sheet, group: _Group, x
         xs = np.unique([*TPS, *(_x_of(c, x) for c in group.runs)])
     values = curves(sheet, x, xs, config)
     for metric in CELLS:
-        panels[metric].insert(0, Series(f"{label} (model)", xs, values[metric], color=color))
+        panels[metric].append(replace(like, label=f"{like.label} (model)", x=xs,
+                                      y=values[metric]))
 
 
 @dataclass(frozen=True)
@@ -197,28 +242,47 @@ def roofline(sheet: Sheet, also: Sequence[float] = ()) -> RooflineData:
     roof = sheet.evaluate_columns({"decode_intensity": xs}, len(xs))["attainable_flops"]
     points = tuple(Series(f"{what} ({number(sheet.magnitude(x), 4)} FLOP/B)",
                           np.array([sheet.magnitude(x)]), np.array([sheet.magnitude(y)]),
-                          "marker") for what, x, y in (
-        ("decode", "decode_intensity", "attainable_flops"),
-        ("prefill", "prefill_intensity", "prefill_attainable_flops")))
+                          "marker", color) for what, x, y, color in (
+        ("decode", "decode_intensity", "attainable_flops", "crimson"),
+        ("prefill", "prefill_intensity", "prefill_attainable_flops", "gold")))
     decl = sheet.declaration
-    return RooflineData(Series("roof (one GPU)", xs, roof), (ridge, float(roof[xs == ridge][0])),
+    return RooflineData(Series("roof (one GPU)", xs, roof, color=ROOF_COLOURS[0][0]),
+                        (ridge, float(roof[xs == ridge][0])),
                         points, decl("ridge_point").unit, decl("attainable_flops").unit)
 
 
+#: Per accelerator on a roofline: its roof's colour, and its measured runs' (the same hue,
+#: lighter, so a run is read against its own roof and never mistaken for it).
+ROOF_COLOURS = (("#1f77b4", "#aec7e8"), ("#ff7f0e", "#ffbb78"), ("#2ca02c", "#98df8a"),
+                ("#9467bd", "#c5b0d5"), ("#8c564b", "#c49c94"), ("#17becf", "#9edae5"))
+
+
+@dataclass
+class _OnRoof:
+    sheet: Sheet
+    by_mbu: list[tuple[float, float]]
+    by_mfu: list[tuple[float, float]]
+
+
 def measured_roofline_points(comparisons: Sequence[Comparison], base: Baseline,
-                             y_unit: str) -> list[Series]:
+                             y_unit: str, scenario: Sheet | None = None,
+                             ) -> tuple[str | None, list[Series]]:
     """Each run's decode at its decode intensity (the model's, at its configuration), placed
     by its MBU: achieved FLOP/s = MBU × HBM bandwidth × intensity, of its own hardware, per
     GPU. MFU counts prefill's FLOPs too, so it has no place at the decode intensity; it is
-    kept as MFU × peak FLOP/s, one series at the run's prefill intensity."""
-    by_mbu: list[tuple[float, float]] = []
-    by_mfu: list[tuple[float, float]] = []
+    kept as MFU × peak FLOP/s, one series at the run's prefill intensity.
+
+    One roof per accelerator the runs ran on, each its own colour and its runs a lighter
+    shade of it; an accelerator whose roof is ``scenario``'s draws no roof of its own (the
+    first label returned names the scenario's roof after it, else None)."""
+    found: dict[str, _OnRoof] = {}
     for group in groups(comparisons, "concurrency"):
         first = group.runs[0].setup
         try:
             sheet = load(first.spec(base.spec)).sheet
         except PerfgraphError:
             continue
+        at = found.setdefault(_slug(first.hardware), _OnRoof(sheet, [], []))
         cols = sheet.evaluate_columns(config_columns([c.setup for c in group.runs]),
                                       len(group.runs))
         intensity = in_unit(sheet, cols, "decode_intensity", "FLOP/B")
@@ -227,17 +291,45 @@ def measured_roofline_points(comparisons: Sequence[Comparison], base: Baseline,
         peak = in_unit(sheet, cols, "peak_flops", "FLOP/s")
         for j, c in enumerate(group.runs):
             if c.mbu is not None:
-                by_mbu.append((intensity[j], c.mbu * flops_per_byte[j]))
+                at.by_mbu.append((intensity[j], c.mbu * flops_per_byte[j]))
             if c.mfu is not None:
-                by_mfu.append((prefill[j], c.mfu * peak[j]))
-    scale = 1 / _factor(y_unit)
-    out = []
-    for label, pts in (("measured runs, by MBU", by_mbu),
-                       ("measured runs, by MFU (at prefill intensity)", by_mfu)):
-        if pts:
-            arr = np.array(pts)
-            out.append(Series(label, arr[:, 0], arr[:, 1] * scale, "points"))
-    return out
+                at.by_mfu.append((prefill[j], c.mfu * peak[j]))
+    return _roofs_and_runs(found, 1 / _factor(y_unit), scenario)
+
+
+def _roofs_and_runs(found: Mapping[str, _OnRoof], scale: float, scenario: Sheet | None,
+                    ) -> tuple[str | None, list[Series]]:
+    named, out, others = None, [], 0
+    for slug, at in found.items():
+        if scenario is not None and named is None and _same_roof(at.sheet, scenario):
+            named, (_, light) = f"roof: {slug} (one GPU)", ROOF_COLOURS[0]
+        else:
+            others += 1
+            dark, light = ROOF_COLOURS[others % len(ROOF_COLOURS)]
+            xs = [x for x, _ in at.by_mbu + at.by_mfu]
+            out.append(replace(roofline(at.sheet, xs).roof, label=f"roof: {slug} (one GPU)",
+                               color=dark))
+        for what, pts, style in (("by MBU", at.by_mbu, 0),
+                                 ("by MFU (at prefill intensity)", at.by_mfu, 2)):
+            if pts:
+                arr = np.array(pts)
+                out.append(Series(f"{slug}: measured runs, {what}", arr[:, 0],
+                                  arr[:, 1] * scale, "points", light, style))
+    return named, out
+
+
+def _same_roof(a: Sheet, b: Sheet) -> bool:
+    """Whether two sheets' roofs are one: the same ridge, the same roof far below and above
+    it."""
+    probe = np.array([1.0, 1e6])
+    roofs = [s.evaluate_columns({"decode_intensity": probe}, 2)["attainable_flops"]
+             for s in (a, b)]
+    return bool(np.allclose(roofs[0], roofs[1], rtol=1e-9)) and math.isclose(
+        a.magnitude("ridge_point"), b.magnitude("ridge_point"), rel_tol=1e-9)
+
+
+def _slug(hardware: str | None) -> str:
+    return (hardware or "?").rsplit("/", 1)[-1].removesuffix(".toml")
 
 
 def _factor(unit_text: str) -> float:
@@ -246,16 +338,21 @@ def _factor(unit_text: str) -> float:
     return float(unit(unit_text).factor / unit("FLOP/s").factor)
 
 
-def measured_pairs(comparisons: Sequence[Comparison],
-                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric, the modelled and measured values of every run, like for like (each run's
-    own throughput definition, as ``perfgraph compare`` compares them)."""
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+def measured_pairs(comparisons: Sequence[Comparison]) -> dict[str, list[Series]]:
+    """Per metric, each group's runs (the same model, GPU, precision, TP and lengths) as
+    points at (modelled, measured), like for like (each run's own throughput definition, as
+    ``perfgraph compare`` compares them): one colour per model, GPU, precision and lengths,
+    one marker per TP."""
+    found = groups(comparisons, "concurrency")
+    colours, styles = encoding([g.key for g in found])
+    out: dict[str, list[Series]] = {}
     for metric, (_, _, name) in CELLS.items():
-        rows = [m for c in comparisons if c.error is None and (m := c.metric(name)) is not None
-                and m.measured is not None and m.modelled is not None]
         scale = 1e-3 if metric == "e2e_latency" else 1.0
-        if rows:
-            out[metric] = (np.array([m.modelled for m in rows]) * scale,
-                           np.array([m.measured for m in rows]) * scale)
+        for group, color, style in zip(found, colours, styles, strict=True):
+            rows = [m for c in group.runs if (m := c.metric(name)) is not None
+                    and m.measured is not None and m.modelled is not None]
+            if rows:
+                out.setdefault(metric, []).append(Series(
+                    _label(group, "concurrency"), np.array([m.modelled for m in rows]) * scale,
+                    np.array([m.measured for m in rows]) * scale, "points", color, style))
     return out

@@ -15,7 +15,7 @@ labels with units, a legend, and a footnote with the definitions used.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,10 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from perfgraph._infra.atomic import write_atomic
 from perfgraph.errors import InputError
+from perfgraph.output.chart_axes import readable
 
 #: The suffixes ``save`` writes, and the format matplotlib writes for each.
 FORMATS = {".svg": "svg", ".png": "png"}
@@ -52,8 +52,19 @@ class Series:
     label: str
     x: np.ndarray
     y: np.ndarray
-    kind: str = "line"  # line | ceiling | points | marker (one point that stands out)
+    #: line | ceiling | points | marker (one point that stands out) | limit (a vertical
+    #: line at ``x[0]``: where a resource runs out)
+    kind: str = "line"
     color: str | None = None  # a line and the runs measured against it share one
+    #: a line's dash pattern (matplotlib's: "-", "--", "-.", ":") and points' marker; a line
+    #: and the runs measured against it share the index into :data:`STYLES`/:data:`MARKERS`
+    style: int = 0
+
+
+#: Dash patterns and markers that tell apart series of one colour (e.g. TPs of one GPU).
+STYLES = ("-", "--", "-.", ":")
+#: Markers that tell apart series of one colour, or families of a Pareto chart.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
 
 def figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (8, 5),
@@ -67,13 +78,58 @@ def figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (8, 5),
 def _draw(ax: Axes, s: Series) -> None:
     x, y = np.asarray(s.x, dtype=float), np.asarray(s.y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
-    if s.kind in ("points", "marker"):
+    if s.kind == "limit":
+        ax.axvline(x[0], label=s.label, color=s.color or "black", linestyle="-.",
+                   linewidth=1, alpha=0.8)
+    elif s.kind in ("points", "marker"):
         big = s.kind == "marker"
-        ax.scatter(x[keep], y[keep], label=s.label, s=120 if big else 28, zorder=4 if big else 3,
-                   color=s.color, marker="*" if big else "o", edgecolors="black" if big else None)
+        ax.scatter(x[keep], y[keep], label=s.label, s=160 if big else 28,
+                   zorder=4 if big else 3, color=s.color,
+                   marker="*" if big else MARKERS[s.style % len(MARKERS)],
+                   edgecolors="black" if big else None)
     else:
         ax.plot(x[keep], y[keep], label=s.label, color=s.color,
-                linestyle="--" if s.kind == "ceiling" else "-")
+                linestyle="--" if s.kind == "ceiling" else STYLES[s.style % len(STYLES)])
+
+
+def same_lines(series: Sequence[Series]) -> list[Series]:
+    """``series`` with the lines that coincide (the same x, y within 0.1 %) drawn once: one
+    line whose label names them all (``h100 · TP 2 = TP 4 · 1k/1k``), in their colour and
+    dash if they share them (else black, solid)."""
+    out: list[Series] = []
+    merged: dict[int, list[Series]] = {}
+    for s in series:
+        twin = next((i for i, o in enumerate(out) if s.kind == o.kind == "line"
+                     and _coincide(o, s)), None)
+        if twin is None:
+            out.append(s)
+        else:
+            merged.setdefault(twin, [out[twin]]).append(s)
+    for i, group in merged.items():
+        colours, styles = {g.color for g in group}, {g.style for g in group}
+        out[i] = replace(out[i], label=joined([g.label for g in group]),
+                         color=colours.pop() if len(colours) == 1 else "black",
+                         style=styles.pop() if len(styles) == 1 else 0)
+    return out
+
+
+def _coincide(a: Series, b: Series) -> bool:
+    ax, ay, bx, by = (np.asarray(v, dtype=float) for v in (a.x, a.y, b.x, b.y))
+    return ax.shape == bx.shape and bool(np.allclose(ax, bx, rtol=1e-9, equal_nan=True)) \
+        and bool(np.allclose(ay, by, rtol=1e-3, equal_nan=True))
+
+
+def joined(labels: Sequence[str]) -> str:
+    """Labels that differ in one `` · ``-separated part, as one: that part joined by `` = ``
+    (``h100 · TP 2 = TP 4 · 1k/1k (model)``); else the whole labels joined."""
+    parts = [label.split(" · ") for label in labels]
+    if len({len(p) for p in parts}) == 1:
+        differ = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+        if len(differ) == 1:
+            i = differ[0]
+            return " · ".join([*parts[0][:i], " = ".join(dict.fromkeys(p[i] for p in parts)),
+                               *parts[0][i + 1:]])
+    return " = ".join(labels)
 
 
 def _legend(fig: Figure, axes: Sequence[Axes], note: str) -> None:
@@ -88,12 +144,6 @@ def _legend(fig: Figure, axes: Sequence[Axes], note: str) -> None:
                fontsize=7, title=note, title_fontsize=7)
 
 
-def _plain_ticks(ax: Axes) -> None:
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(NullFormatter())
-
-
 def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
            relative: bool = False, note: str = DEFINITIONS) -> Figure:
     """Throughput per GPU and latencies against ``x`` (concurrency or TP): one panel per
@@ -106,7 +156,7 @@ def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
     fig, axes = figure((len(names) + 1) // 2, cols, (11, 4 * ((len(names) + 1) // 2) + 0.6))
     for ax, name in zip(axes, names, strict=False):
         what, unit = METRICS[name]
-        for s in panels[name]:
+        for s in same_lines(panels[name]):
             _draw(ax, s)
         if relative:
             ax.axhline(100, color="grey", linewidth=0.8, label="the model (100 %)")
@@ -117,7 +167,7 @@ def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
         if not relative:
             ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
-        _plain_ticks(ax)
+        readable(ax)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     fig.suptitle(title)
@@ -141,30 +191,32 @@ def roofline(roof: Series, ridge: tuple[float, float], points: Sequence[Series],
     ax.set_xlabel(f"arithmetic intensity ({x_unit})")
     ax.set_ylabel(f"attainable compute per GPU ({y_unit})")
     ax.grid(True, which="both", alpha=0.3)
+    readable(ax)
     fig.suptitle(title)
     _legend(fig, [ax], note or "roof: min(achievable FLOP/s, intensity × achievable "
                                "bandwidth) of one GPU")
     return fig
 
 
-def measured(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str,
-             note: str = "") -> Figure:
+def measured(pairs: Mapping[str, Sequence[Series]], *, title: str, note: str = "") -> Figure:
     """Each measured run against the model at its configuration: measured (y) over
-    modelled (x) per metric, log-log, with the line where they are equal."""
-    names = [m for m in METRICS if m in pairs]
+    modelled (x) per metric, log-log, with the line where they are equal; ``pairs`` holds
+    per metric one :class:`Series` of points per group of runs (x modelled, y measured)."""
+    names = [m for m in METRICS if pairs.get(m)]
     if not names:
         raise InputError("no measured run could be compared with the model")
-    fig, axes = figure(2, 2, (10, 8.6))
+    fig, axes = figure(2, 2, (10, 9.4))
     for ax, name in zip(axes, names, strict=False):
         what, unit = METRICS[name]
         if name == "throughput":  # compared like for like: the file's own definition
             what, unit = "Throughput", "token/s, the run's own definition"
-        model, got = (np.asarray(a, dtype=float) for a in pairs[name])
-        keep = np.isfinite(model) & np.isfinite(got) & (model > 0) & (got > 0)
-        ax.scatter(model[keep], got[keep], s=24, label="measured runs", zorder=3)
-        if keep.any():
-            lo = min(model[keep].min(), got[keep].min()) / 1.5
-            hi = max(model[keep].max(), got[keep].max()) * 1.5
+        both = [np.asarray(v, dtype=float) for s in pairs[name] for v in (s.x, s.y)]
+        values = np.concatenate(both)
+        values = values[np.isfinite(values) & (values > 0)]
+        for s in pairs[name]:
+            _draw(ax, s)
+        if values.size:
+            lo, hi = values.min() / 1.5, values.max() * 1.5
             ax.plot([lo, hi], [lo, hi], color="grey", linestyle="--",
                     label="measured = modelled")
         ax.set_xscale("log")
@@ -173,6 +225,7 @@ def measured(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str,
         ax.set_xlabel(f"modelled ({unit})")
         ax.set_ylabel(f"measured ({unit})")
         ax.grid(True, which="both", alpha=0.3)
+        readable(ax)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     fig.suptitle(title)
@@ -180,31 +233,48 @@ def measured(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str,
     return fig
 
 
-def pareto(points: Sequence[Mapping[str, Any]], *, x: str = "interactivity",
-           y: str = "throughput_per_gpu", title: str = "Pareto frontier",
+def pareto(frontiers: Sequence[Series], scatter: Sequence[Series] = (),
+           chosen: Series | None = None, *, title: str = "Pareto frontier",
            x_label: str = "interactivity (output tokens/s per user)",
-           y_label: str = "throughput per GPU (output tokens/s per GPU)") -> Figure:
-    """Candidate configurations (dicts with ``x``, ``y`` and optionally ``label``) as
-    points, the frontier (no other point higher on both axes) as a line."""
-    missing = next((k for p in points for k in (x, y) if k not in p), None)
-    if missing is not None or not points:
-        raise InputError(f"no Pareto points to plot: each needs {x!r} and {y!r}")
-    xs = np.array([float(p[x]) for p in points], dtype=float)
-    ys = np.array([float(p[y]) for p in points], dtype=float)
-    fig, (ax,) = figure()
-    _draw(ax, Series("configurations", xs, ys, "points"))
-    front = frontier(xs, ys)
-    _draw(ax, Series("Pareto frontier", xs[front], ys[front]))
-    for i in front:
-        if "label" in points[i]:
-            ax.annotate(str(points[i]["label"]), (xs[i], ys[i]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+           y_label: str = "throughput per GPU at capacity (output tokens/s per GPU)",
+           note: str = "") -> Figure:
+    """One frontier per family (its own colour and marker), each family's plans as a light
+    scatter of the same colour behind it, and the chosen plan as a star, annotated."""
+    if not frontiers:
+        raise InputError("no Pareto points to plot")
+    fig, (ax,) = figure(size=(9, 6))
+    colours = _family_colours(len(frontiers))
+    for i, (front, dots) in enumerate(zip(frontiers, [*scatter, *[None] * len(frontiers)],
+                                          strict=False)):
+        marker = MARKERS[i % len(MARKERS)]
+        if dots is not None:
+            ax.scatter(dots.x, dots.y, s=6, color=colours[i], alpha=0.18, linewidths=0,
+                       marker=marker, zorder=1)
+        ax.plot(front.x, front.y, color=colours[i], marker=marker, markersize=5,
+                markevery=max(1, len(front.x) // 25), label=front.label, zorder=2)
+    if chosen is not None:
+        _draw(ax, chosen)
+        ax.annotate(chosen.label.replace(": ", "\n", 1), (chosen.x[0], chosen.y[0]), fontsize=7,
+                    xytext=(8, 8), textcoords="offset points",
+                    bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85})
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    readable(ax)
     fig.suptitle(title)
+    _legend(fig, [ax], note or "each family's frontier: no plan of it is faster per user "
+                               "and serves more per GPU; faint: its other plans (thinned)")
     return fig
+
+
+def _family_colours(n: int) -> list[Any]:
+    """``n`` colours, each distinct: tab10, then tab20 when there are more families."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
 
 
 def frontier(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -218,26 +288,34 @@ def frontier(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.array(sorted(keep, key=lambda i: xs[i]), dtype=int)
 
 
+#: The narrowest x range of a CDF, as a share of its median either side: a spread of a few
+#: per cent is drawn as the narrow step it is, not stretched across the panel.
+MIN_HALF_SPAN = 0.2
+
+
 def simulation(ttft_s: np.ndarray, itl_s: np.ndarray, *, title: str = "Simulated latencies",
                second: str = "ITL") -> Figure:
     """The CDFs of TTFT and ITL (or ``second``: per-request TPOT) (seconds in, plotted in
-    ms), p50 and p99 marked."""
-    fig, axes = figure(1, 2, (11, 4.4))
+    ms), p50 and p99 marked as lines named in the legend; each x axis spans at least
+    ±:data:`MIN_HALF_SPAN` of its median."""
+    fig, axes = figure(1, 2, (11, 4.6))
     for ax, (name, values) in zip(axes, (("TTFT", ttft_s), (second, itl_s)), strict=True):
         ms = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)]) * 1e3
         if ms.size == 0:
             raise InputError(f"no finite {name} values to plot")
         ax.step(ms, np.arange(1, ms.size + 1) / ms.size, where="post", label=f"{name} CDF")
-        for q in (50, 99):
+        for q, style in ((50, ":"), (99, "--")):
             v = float(np.percentile(ms, q))
-            ax.axvline(v, linestyle=":", color="grey")
-            ax.annotate(f"p{q} {v:.4g} ms", (v, q / 100), fontsize=7, xytext=(3, -10),
-                        textcoords="offset points")
+            ax.axvline(v, linestyle=style, color="grey", label=f"p{q}: {v:.4g} ms")
+        mid = float(np.median(ms))
+        ax.set_xlim(min(ms[0], mid * (1 - MIN_HALF_SPAN)), max(ms[-1], mid * (1 + MIN_HALF_SPAN)))
+        ax.set_ylim(0, 1.02)
         ax.set_xlabel(f"{name} (ms)")
         ax.set_ylabel("fraction of tokens" if name == "ITL" else "fraction of requests")
         ax.set_title(f"{name}: cumulative distribution ({ms.size} samples)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
+        readable(ax)
     fig.suptitle(title)
     return fig
 

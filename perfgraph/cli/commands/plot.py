@@ -9,6 +9,8 @@ only here, and its absence is one line naming the extra.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
@@ -92,15 +94,17 @@ def roofline(args: argparse.Namespace) -> Any:
 
     scenario = load_scenario(args)
     runs: list[Any] = []
+    named = None
     if args.measured:
         comparisons, base = _comparisons(args)
-        runs = chart_data.measured_roofline_points(comparisons, base,
-                                                   scenario.sheet.declaration(
-                                                       "attainable_flops").unit)
+        named, runs = chart_data.measured_roofline_points(
+            comparisons, base, scenario.sheet.declaration("attainable_flops").unit,
+            scenario.sheet)
     data = chart_data.roofline(scenario.sheet, [float(v) for s in runs for v in s.x])
-    points = [*runs, *data.points]
-    return charts.roofline(data.roof, data.ridge, points, title=f"Roofline: {scenario.title}",
-                           x_unit=data.x_unit, y_unit=data.y_unit)
+    roof = replace(data.roof, label=named) if named else data.roof
+    return charts.roofline(roof, data.ridge, [*runs, *data.points],
+                           title=f"Roofline: {scenario.title}", x_unit=data.x_unit,
+                           y_unit=data.y_unit)
 
 
 def across(args: argparse.Namespace) -> Any:
@@ -160,14 +164,15 @@ def _parquet(path: str, columns: tuple[str, ...]) -> dict[str, Any]:
 
 
 def pareto(args: argparse.Namespace) -> Any:
-    """Every feasible plan of ``plan --out``: tokens/s per user against tokens/s per GPU."""
+    """The feasible plans of ``plan --out``: what each serves per GPU at capacity against
+    tokens/s per user, one frontier per family, the chosen plan marked."""
     from perfgraph.output import charts
+    from perfgraph.output.pareto_data import COLUMNS, pareto_data
 
-    cols = _parquet(args.files[0], ("tokens_per_s_per_user", "served_throughput_per_gpu"))
-    points = [{"interactivity": float(x), "throughput_per_gpu": float(y)} for x, y in zip(
-        cols["tokens_per_s_per_user"], cols["served_throughput_per_gpu"], strict=True)]
-    return charts.pareto(points, title=f"Feasible plans and their frontier ({len(points)} "
-                                       f"plans, {args.files[0]})")
+    data = pareto_data(_parquet(args.files[0], COLUMNS))
+    return charts.pareto(data.frontiers, data.scatter, data.chosen,
+                         title=f"Feasible plans: each family's frontier ({data.plans} plans, "
+                               f"{Path(args.files[0]).name})")
 
 
 def simulation(args: argparse.Namespace) -> Any:
@@ -177,7 +182,7 @@ def simulation(args: argparse.Namespace) -> Any:
     cols = _parquet(args.files[0], ("ttft", "tpot"))
     return charts.simulation(cols["ttft"] / 1e3, cols["tpot"] / 1e3, second="TPOT",
                              title=f"Simulated requests ({len(cols['ttft'])}, "
-                                   f"{args.files[0]})")
+                                   f"{Path(args.files[0]).name})")
 
 
 BUILDERS = {"roofline": roofline, "concurrency": across, "tp": across, "measured": measured,
