@@ -157,7 +157,7 @@ def test_pareto_families_frontiers_and_the_chosen_plan() -> None:
     h100 = data.frontiers[1]
     assert h100.x.tolist() == [10, 20, 40] and h100.y.tolist() == [100, 80, 30]  # 15/70 beaten
     assert data.chosen is not None and data.chosen.x.tolist() == [20]
-    assert data.chosen.label == "chosen plan: h100 · fp8 · aggregated, TP 1, batch 2, 2 GPUs"
+    assert data.chosen.label == "chosen plan: vllm · h100 · fp8 · aggregated, TP 1, batch 2, 2 GPUs"
     assert sum(len(s.x) for s in data.scatter) == 6
 
 

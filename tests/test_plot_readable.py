@@ -226,3 +226,28 @@ def test_capacity_is_what_a_configuration_serves_per_gpu() -> None:
     assert fork.magnitude("capacity_throughput_per_gpu") == pytest.approx(
         1 / (2 / decode + 2 / prefill), rel=1e-12)
     assert fork.magnitude("capacity_throughput_per_gpu") == pytest.approx(2103.04, rel=1e-5)
+
+
+def test_more_families_than_colours_leave_the_rest_grey() -> None:
+    from perfgraph.output.pareto_data import COLOURED, pareto_data
+
+    n = 14  # families h0 … h13: family k serves 10 + k per GPU at 10 + k tokens/s per user
+    k = np.repeat(np.arange(n), 2)
+    cols = {"engine": np.array(["vllm"] * 2 * n), "hardware": np.char.add("h", k.astype(str)),
+            "precision": np.array(["fp8"] * 2 * n), "disaggregated": np.zeros(2 * n),
+            "tp": np.ones(2 * n), "pp": np.ones(2 * n), "concurrency": np.ones(2 * n),
+            "deployment_gpus": np.ones(2 * n),
+            "tokens_per_s_per_user": np.where(np.arange(2 * n) % 2, 1.0, 10.0 + k),
+            "capacity_throughput_per_gpu": np.where(np.arange(2 * n) % 2, 5.0 + k, 1.0),
+            "rank": np.where(np.arange(2 * n) == 1, 1, 2)}  # the chosen: h0's second plan
+    data = pareto_data(cols)
+    labels = [f.label for f in data.frontiers]
+    assert len(labels) == COLOURED and len(data.others) == n - COLOURED
+    # on the overall frontier: h13 (fastest per user, 23) and h13 (most per GPU, 18) only,
+    # then the chosen plan's family, then the rest by what they serve per GPU
+    assert labels[:3] == ["h13 · fp8 · aggregated", "h0 · fp8 · aggregated",
+                          "h12 · fp8 · aggregated"]
+    fig = charts.pareto(data.frontiers, data.scatter, data.chosen, data.others, title="t")
+    grey = [ln for ln in fig.axes[0].get_lines() if ln.get_color() == "0.6"]
+    assert len(grey) == n - COLOURED
+    assert "4 other families' frontiers" in [str(ln.get_label()) for ln in grey]

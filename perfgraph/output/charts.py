@@ -132,14 +132,15 @@ def joined(labels: Sequence[str]) -> str:
     return " = ".join(labels)
 
 
-def _legend(fig: Figure, axes: Sequence[Axes], note: str) -> None:
-    """One legend for the figure, below the panels, titled with the definitions used."""
+def _legend(fig: Figure, axes: Sequence[Axes], note: str, width: int = 140) -> None:
+    """One legend for the figure, below the panels, titled with the definitions used; as
+    many columns (up to 3) as labels of the widest fit in ``width`` characters."""
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
     widest = max((len(label) for label in seen), default=0)
-    columns = max(1, min(len(seen), 140 // max(widest + 6, 1), 3))
+    columns = max(1, min(len(seen), width // max(widest + 6, 1), 3))
     fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=columns,
                fontsize=7, title=note, title_fontsize=7)
 
@@ -234,15 +235,20 @@ def measured(pairs: Mapping[str, Sequence[Series]], *, title: str, note: str = "
 
 
 def pareto(frontiers: Sequence[Series], scatter: Sequence[Series] = (),
-           chosen: Series | None = None, *, title: str = "Pareto frontier",
+           chosen: Series | None = None, others: Sequence[Series] = (), *,
+           title: str = "Pareto frontier",
            x_label: str = "interactivity (output tokens/s per user)",
-           y_label: str = "throughput per GPU at capacity (output tokens/s per GPU)",
+           y_label: str = "output tokens/s per GPU, at capacity",
            note: str = "") -> Figure:
     """One frontier per family (its own colour and marker), each family's plans as a light
-    scatter of the same colour behind it, and the chosen plan as a star, annotated."""
+    scatter of the same colour behind it, the chosen plan as a star, annotated, and
+    ``others`` (more families than colours) as thin grey frontiers under one legend entry."""
     if not frontiers:
         raise InputError("no Pareto points to plot")
-    fig, (ax,) = figure(size=(9, 6))
+    fig, (ax,) = figure(size=(10, 7.5))
+    for i, other in enumerate(others):
+        ax.plot(other.x, other.y, color="0.6", linewidth=0.8, alpha=0.7, zorder=1,
+                label=f"{len(others)} other families' frontiers" if i == 0 else "_nolegend_")
     colours = _family_colours(len(frontiers))
     for i, (front, dots) in enumerate(zip(frontiers, [*scatter, *[None] * len(frontiers)],
                                           strict=False)):
@@ -265,7 +271,8 @@ def pareto(frontiers: Sequence[Series], scatter: Sequence[Series] = (),
     readable(ax)
     fig.suptitle(title)
     _legend(fig, [ax], note or "each family's frontier: no plan of it is faster per user "
-                               "and serves more per GPU; faint: its other plans (thinned)")
+                               "and serves more per GPU; faint: its other plans (thinned)",
+            width=180)
     return fig
 
 
@@ -278,14 +285,16 @@ def _family_colours(n: int) -> list[Any]:
 
 
 def frontier(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Indices of the points no other point beats on both x and y, in order of x."""
-    order = np.argsort(-xs, kind="stable")
-    keep, best = [], -np.inf
-    for i in order:
-        if np.isfinite(xs[i]) and np.isfinite(ys[i]) and ys[i] > best:
-            keep.append(i)
-            best = ys[i]
-    return np.array(sorted(keep, key=lambda i: xs[i]), dtype=int)
+    """Indices of the points no other point beats on both x and y (at one x, only the
+    highest y; of equal points, the first), in order of x (one pass over whole columns:
+    millions of plans in well under a second)."""
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    order = np.lexsort((-ys, -xs))
+    order = order[np.isfinite(xs[order]) & np.isfinite(ys[order])]
+    y = ys[order]
+    before = np.maximum.accumulate(np.concatenate([[-np.inf], y[:-1]]))
+    keep = order[y > before]
+    return keep[np.argsort(xs[keep], kind="stable")].astype(int)
 
 
 #: The narrowest x range of a CDF, as a share of its median either side: a spread of a few

@@ -170,7 +170,7 @@ def pareto(args: argparse.Namespace) -> Any:
     from perfgraph.output.pareto_data import COLUMNS, pareto_data
 
     data = pareto_data(_parquet(args.files[0], COLUMNS))
-    return charts.pareto(data.frontiers, data.scatter, data.chosen,
+    return charts.pareto(data.frontiers, data.scatter, data.chosen, data.others,
                          title=f"Feasible plans: each family's frontier ({data.plans} plans, "
                                f"{Path(args.files[0]).name})")
 
