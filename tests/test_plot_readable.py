@@ -143,6 +143,8 @@ def test_tp_1_is_capped_by_its_kv_cache() -> None:
     fork.set("concurrency", str(values["kv_limit"][0]))
     assert values["throughput"][0] == pytest.approx(fork.magnitude("throughput_per_gpu"))
     assert values["throughput"][0] <= values["ceiling"][0] * (1 + 1e-9)
+    mark = next(s for s in chart_data.scenario_panels(sheet, "tp")["itl"] if s.kind == "limit")
+    assert mark.x[0] == 2 and mark.label == "model: KV cache holds 64 users from TP 2"
 
 
 def test_pareto_has_a_colour_per_family_the_plan_marked_and_a_small_file(

@@ -83,12 +83,31 @@ def scenario_panels(sheet: Sheet, x: str, label: str = "model", color: str | Non
     panels = {m: [Series(label, xs, values[m], color=color)] for m in CELLS}
     panels["throughput"].append(Series(f"{label}: ceiling (KV-capped batch)", xs,
                                        values["ceiling"], "ceiling", color=color))
-    if x == "concurrency" and math.isfinite(limit):
-        mark = Series(f"{label}: KV cache full above {number(limit)} users", np.array([limit]),
-                      np.array([math.nan]), "limit", color=color)
+    mark = _kv_mark(sheet, x, xs, values["kv_limit"], limit, label, color)
+    if mark is not None:
         for m in CELLS:
             panels[m].append(mark)
     return panels
+
+
+def _kv_mark(sheet: Sheet, x: str, xs: np.ndarray, limits: np.ndarray, limit: float,
+             label: str, color: str | None) -> Series | None:
+    """Where the KV cache runs out: against concurrency, the most users it holds; against
+    TP, the smallest TP whose KV cache holds the scenario's users (when a smaller one
+    does not)."""
+    where, what = math.nan, ""
+    if x == "concurrency":
+        where, what = limit, f"KV cache full above {number(limit)} users"
+    elif sheet.error("concurrency") is None:
+        users = sheet.magnitude("concurrency")
+        fits = np.flatnonzero(limits >= users)
+        if len(fits) and fits[0] > 0:
+            where = float(xs[fits[0]])
+            what = f"KV cache holds {number(users)} users from TP {number(where)}"
+    if not math.isfinite(where):
+        return None
+    return Series(f"{label}: {what}", np.array([where]), np.array([math.nan]), "limit",
+                  color=color)
 
 
 def kv_limit(sheet: Sheet) -> float:
