@@ -57,18 +57,19 @@ def argv(kind: str, files: dict[str, Path]) -> list[str]:
     return {"roofline": ["--measured", str(DATA)],
             "concurrency": ["--measured", str(DATA / "1k1k")],
             "tp": [],
+            "tp-relative": ["--measured", str(DATA / "1k1k"), "--relative"],
             "measured": ["--measured", str(DATA)],
             "diff": [str(WORKLOADS / "chat-1k1k.toml"), str(WORKLOADS / "long-prompt-8k1k.toml")],
             "pareto": [str(files["plans"])],
             "simulation": [str(files["requests"])]}[kind]
 
 
-@pytest.mark.parametrize("kind", ["roofline", "concurrency", "tp", "measured", "diff",
-                                  "pareto", "simulation"])
+@pytest.mark.parametrize("kind", ["roofline", "concurrency", "tp", "tp-relative", "measured",
+                                  "diff", "pareto", "simulation"])
 def test_every_axis_has_three_numbered_ticks(kind: str, files, tmp_path: Path,
                                              capsys) -> None:
     out = tmp_path / f"{kind}.svg"
-    assert main(["plot", kind, *argv(kind, files), "--out", str(out)]) == 0
+    assert main(["plot", kind.split("-")[0], *argv(kind, files), "--out", str(out)]) == 0
     panels = tick_labels(out)
     assert panels
     for panel in panels:

@@ -78,6 +78,7 @@ def readable(ax: Axes) -> None:
             axis.set_major_locator(FixedLocator(log_ticks(lo, hi, base).tolist()))
             axis.set_minor_locator(NullLocator())
         elif axis.get_scale() == "linear":
-            axis.set_major_locator(MaxNLocator(nbins=6, min_n_ticks=FEWEST))
+            axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10],
+                                               min_n_ticks=FEWEST))
         axis.set_major_formatter(FuncFormatter(label))
         axis.set_minor_formatter(NullFormatter())
