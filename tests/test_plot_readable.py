@@ -254,3 +254,15 @@ def test_more_families_than_colours_leave_the_rest_grey() -> None:
     grey = [ln for ln in fig.axes[0].get_lines() if ln.get_color() == "0.6"]
     assert len(grey) == n - COLOURED
     assert "4 other families' frontiers" in [str(ln.get_label()) for ln in grey]
+
+
+def test_a_plan_file_without_the_capacity_says_which_command_writes_it(
+        files, tmp_path: Path, capsys) -> None:
+    import polars as pl
+
+    old = tmp_path / "old.parquet"
+    pl.read_parquet(files["plans"]).drop("capacity_throughput_per_gpu").write_parquet(old)
+    assert main(["plot", "pareto", str(old), "--out", str(tmp_path / "x.svg")]) == 2
+    err = capsys.readouterr().err
+    assert "'capacity_throughput_per_gpu'" in err and "perfgraph plan … --out" in err
+    assert str(old) in err and not (tmp_path / "x.svg").exists()

@@ -39,8 +39,8 @@ METRICS = {
     "itl": ("Inter-token latency (mean TPOT)", "ms"),
 }
 X_LABELS = {"concurrency": "concurrent users", "tp": "tensor parallelism (TP)"}
-DEFINITIONS = ("throughput: output tokens/s per GPU; ITL: mean time per output token (TPOT); "
-               "E2E latency: TTFT + OSL × ITL")
+DEFINITIONS = ("throughput: output tokens/s per GPU (past the KV limit, of the batch that fits); "
+               "ITL: mean time per output token (TPOT); E2E latency: TTFT + OSL × ITL")
 
 RELATIVE = "% of possible: throughput measured ÷ modelled, a latency modelled ÷ measured; "
 

@@ -146,7 +146,7 @@ def diff(args: argparse.Namespace) -> Any:
     return diff_figure(base, head, args.x or "concurrency")
 
 
-def _parquet(path: str, columns: tuple[str, ...]) -> dict[str, Any]:
+def _parquet(path: str, columns: tuple[str, ...], kind: str) -> dict[str, Any]:
     """The columns of a Parquet file another perfgraph command wrote (one message if not)."""
     import polars as pl
     from polars.exceptions import PolarsError
@@ -158,8 +158,8 @@ def _parquet(path: str, columns: tuple[str, ...]) -> dict[str, Any]:
                          file=path) from None
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise InputError(f"has no column {missing[0]!r}: not written by the command this "
-                         "chart reads", file=path)
+        raise InputError(f"has no column {missing[0]!r}: plot {kind} reads what this "
+                         f"version's '{FROM_FILE[kind]}' writes", file=path)
     return {c: frame[c].to_numpy() for c in columns}
 
 
@@ -169,7 +169,7 @@ def pareto(args: argparse.Namespace) -> Any:
     from perfgraph.output import charts
     from perfgraph.output.pareto_data import COLUMNS, pareto_data
 
-    data = pareto_data(_parquet(args.files[0], COLUMNS))
+    data = pareto_data(_parquet(args.files[0], COLUMNS, "pareto"))
     return charts.pareto(data.frontiers, data.scatter, data.chosen, data.others,
                          title=f"Feasible plans: each family's frontier ({data.plans} plans, "
                                f"{Path(args.files[0]).name})")
@@ -179,7 +179,7 @@ def simulation(args: argparse.Namespace) -> Any:
     """The per-request rows of ``simulate --out``: TTFT and TPOT (a request's mean ITL)."""
     from perfgraph.output import charts
 
-    cols = _parquet(args.files[0], ("ttft", "tpot"))
+    cols = _parquet(args.files[0], ("ttft", "tpot"), "simulation")
     return charts.simulation(cols["ttft"] / 1e3, cols["tpot"] / 1e3, second="TPOT",
                              title=f"Simulated requests ({len(cols['ttft'])}, "
                                    f"{Path(args.files[0]).name})")
