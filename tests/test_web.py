@@ -11,13 +11,16 @@ Skips, saying why, where Chromium, chromedriver, Selenium or textual-serve are m
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +183,81 @@ def test_the_dashboard_in_a_browser_shows_itl_and_an_edit_moves_throughput(
             break
         time.sleep(0.2)
     assert after == pytest.approx(expected, rel=1e-3)
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes under ``pid`` now (pid → its start time, so that a reused pid is not
+    taken for the same process), from /proc."""
+    parents: dict[int, list[int]] = {}
+    started: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # gone while we looked
+            continue
+        child = int(stat.parent.name)
+        parents.setdefault(int(fields[1]), []).append(child)
+        started[child] = fields[19]
+    found, todo = {}, [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found[child] = started[child]
+            todo.append(child)
+    return found
+
+
+def alive(pid: int, started: str) -> bool:
+    """Whether the process ``pid`` that started at ``started`` still runs (a zombie does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and fields[19] == started
+
+
+#: A dashboard's stand-in: asks to end with its parent, says so, then waits; with ``poll``, as
+#: where Linux's prctl is missing.
+ORPHAN = """
+import sys, time
+from perfgraph.cli import lifeline
+if sys.argv[1:] == ["poll"]:
+    lifeline._kill_me_with_parent = lambda: False
+lifeline.exit_with_parent()
+print("running", lifeline.PARENT in __import__("os").environ, flush=True)
+time.sleep(60)
+"""
+#: The server's stand-in: starts ORPHAN naming itself its parent, prints its pid, waits.
+PARENT = """
+import os, subprocess, sys, time
+env = dict(os.environ, PERFGRAPH_PARENT_PID=str(os.getpid()))
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], env=env,
+                         stdout=subprocess.PIPE, text=True)
+assert child.stdout.readline() == "running False\\n"
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="walks /proc (Linux)")
+@pytest.mark.parametrize("how", ["prctl", "poll"])
+def test_a_dashboard_dies_with_a_server_killed_outright(how: str) -> None:
+    with subprocess.Popen([sys.executable, "-c", PARENT, ORPHAN, how],
+                          stdout=subprocess.PIPE, text=True) as parent:
+        try:
+            pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+            started = descendants(parent.pid)[pid]
+        finally:
+            parent.kill()
+    deadline = time.monotonic() + 3
+    while alive(pid, started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive(pid, started):
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"the child {pid} outlived its parent ({how})")
+
+
+def test_a_dashboard_whose_server_is_already_gone_exits_at_once() -> None:
+    done = subprocess.run([sys.executable, "-c", ORPHAN],  # its parent is not pid 1
+                          env={**os.environ, "PERFGRAPH_PARENT_PID": "1"},
+                          capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (1, "")
