@@ -288,6 +288,25 @@ def test_a_tab_loads_offline_and_its_dashboard_ends_with_the_server(
         assert left == []
 
 
+@needs_browser
+@pytest.mark.xfail(strict=False, reason="resizing crashes the roofline and concurrency views "
+                   "(math domain error, IndexError in the plotting code), which ends the "
+                   "session; the dashboard's fix is the TUI's, not the web server's")
+def test_resizing_the_window_keeps_the_session(browser: object) -> None:
+    with serving() as (proc, url):
+        open_dashboard(browser, url)
+        box = browser.find_element("css selector", ".xterm-helper-textarea")  # type: ignore
+        for width, height in ((1200, 800), (700, 450), (1800, 1100)):
+            browser.set_window_size(width, height)  # type: ignore[attr-defined]
+            for view in "12345":
+                box.send_keys(view)
+                time.sleep(0.4)
+        time.sleep(1)
+        assert "-closed" not in browser.execute_script(  # type: ignore[attr-defined]
+            "return document.body.className")  # no "Session ended."
+        assert len(descendants(proc.pid)) == 1
+
+
 #: A dashboard's stand-in: asks to end with its parent, says so, then waits; with ``poll``, as
 #: where Linux's prctl is missing.
 ORPHAN = """
