@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from perfgraph.cli.lifeline import exit_with_parent
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
 from perfgraph.errors import InputError
 from perfgraph.measured.curves import measured_view
@@ -30,11 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # a tab of perfgraph web
+    if served:
+        exit_with_parent()  # the tab's server, should it die without ending this dashboard
     scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
     if args.cell:
         scenario.sheet.declaration(args.cell)  # an unknown name, with its near miss
     measured = measured_view(args.measured, spec_from_args(args)) if args.measured else None
-    served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # a tab of perfgraph web
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise InputError("perfgraph tui needs an interactive terminal; for output to a pipe "
                          "or a file use 'perfgraph eval'")

@@ -1,7 +1,9 @@
 """``perfgraph web``: the dashboard of ``perfgraph tui``, served to a browser.
 
 Textualize's textual-serve (the ``web`` extra) starts one ``perfgraph tui`` per browser tab,
-with Textual's web driver in place of the terminal, and relays it over a websocket. It
+with Textual's web driver in place of the terminal, and relays it over a websocket; each
+tab's dashboard ends with its tab and with the server, however the server is stopped
+(:mod:`perfgraph.cli.webserve`), and the page loads nothing from the network. It
 listens on 127.0.0.1 unless ``--host`` says otherwise: the dashboard can write the scenario
 file it was opened on, so it is not offered to the network by default.
 """
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import shlex
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario
@@ -58,14 +59,13 @@ def run(args: argparse.Namespace) -> int:
     load_scenario(args)  # bad options fail here, not in every tab
     if importlib.util.find_spec("textual_serve") is None:
         raise InputError(MISSING)
-    from textual_serve.server import Server
+    from perfgraph.cli.webserve import DashboardServer
 
     print(f"perfgraph web: starting the dashboard at "
           f"http://{args.host}:{args.port} (Ctrl+C stops)",
           file=sys.stderr)
     try:
-        Server(shlex.join(tui_command(args)), host=args.host, port=args.port,
-               title="perfgraph").serve()
+        DashboardServer(tui_command(args), host=args.host, port=args.port).serve()
     except OSError as exc:  # the port is taken, or the host is not this machine's
         raise InputError(f"cannot serve on {args.host}:{args.port}: "
                          f"{exc.strerror or exc}") from None
