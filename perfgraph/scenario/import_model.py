@@ -222,12 +222,15 @@ def _architecture_table(config: dict, s: dict) -> Any:
 
 
 def model_toml(config: dict, slug: str, source: str, *, name: str | None = None) -> str:
-    """The text of ``models/<slug>.toml`` for ``config``, read from ``source``."""
+    """The text of ``models/<slug>.toml`` for ``config``, read from ``source`` (a path, or a
+    repository ``ORG/NAME``, optionally ``ORG/NAME@commit``)."""
     s = shape(config)
     name = name or _slug_name(slug)
-    hf_id = source if re.fullmatch(r"[\w.-]+/[\w.-]+", source) else \
-        text_config(config).get("_name_or_path")
-    where = f"config.json of {source} (Hugging Face)" if hf_id == source else source
+    repo, _, revision = source.partition("@")
+    hub = re.fullmatch(r"[\w.-]+/[\w.-]+", repo) is not None
+    hf_id = repo if hub else text_config(config).get("_name_or_path")
+    where = (f"config.json of {repo} (Hugging Face{', revision ' + revision if revision else ''})"
+             if hub else source)
     doc = tomlkit.document()
     for line in _header(config, s, name, where):
         doc.add(tomlkit.comment(line))
