@@ -178,6 +178,7 @@ CATALOG = [("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
            ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
            ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528"),
            ("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2"),
+           ("deepseek-v2.5", "deepseek-ai/DeepSeek-V2.5"),
            ("qwen3-coder-480b-a35b", "Qwen/Qwen3-Coder-480B-A35B-Instruct")]
 CONFIG_OF = {"kimi-k2-instruct": "kimi-k2"}
 
@@ -211,6 +212,7 @@ def test_deepseek_r1_matches_its_checkpoint_tensor_for_tensor() -> None:
 # The entries added with their config.json (tests/data/configs/PROVENANCE.md): each field read
 # straight from the file, and the publisher's own total and active figures.
 NEW = [("deepseek-v3.2", "num_key_value_heads", "n_routed_experts", 671e9, 37e9, 0.02),
+       ("deepseek-v2.5", "num_key_value_heads", "n_routed_experts", 236e9, 21e9, 0.002),
        ("qwen3-coder-480b-a35b", "num_key_value_heads", "num_experts", 480e9, 35e9, 0.02)]
 
 
@@ -264,3 +266,11 @@ def test_an_indexer_without_mla_is_refused() -> None:
                                              "index_head_dim": 128}
     with pytest.raises(ImportModelError, match="index_topk"):
         count_params(cfg)
+
+
+def test_deepseek_v2_5_is_the_235_74b_the_hub_lists() -> None:
+    """DeepSeek-V2 paper: 236B total, 21B activated; the Hub's safetensors total for the
+    BF16 checkpoint (no MTP, no scales) is 235.74B, this count to the last digit shown."""
+    total, active = count_params(config("deepseek-v2.5"))
+    assert round(total / 1e9, 2) == 235.74
+    assert active == pytest.approx(21e9, rel=0.02)

@@ -110,7 +110,8 @@ def _mlp_words(s: dict) -> str:
         return "SwiGLU MLP"
     words = f"router + {'shared expert + ' if s['shared_ffn'] else ''}{s['experts']} experts"
     if s["dense_layers"]:
-        words += f"; {s['dense_layers']} layers have a dense MLP instead"
+        n = s["dense_layers"]
+        words += f"; {n} layer{' has' if n == 1 else 's have'} a dense MLP instead"
     return words
 
 
