@@ -94,3 +94,15 @@ def test_sparse_attention_shortens_a_long_context_decode_step() -> None:
     ratio = mag(dense, "kv_read_bytes_per_seq", "B") / mag(sparse, "kv_read_bytes_per_seq", "B")
     assert ratio == pytest.approx(33_280 * 576 / (2048 * 576 + 33_280 * 132))
     assert mag(sparse, "itl", "ms") < mag(dense, "itl", "ms")
+
+
+@pytest.mark.parametrize("isl", [1024, 8192], ids=["below", "above"])
+def test_the_longest_prompt_and_a_chat_turn_count_dsa_as_prefill_and_decode_do(isl: int) -> None:
+    """long_prompt_flops (scheduling) at long_prompt = isl is prefill_flops; a chat turn's
+    token at the mean decode context costs what a decoded token does."""
+    sc = dsa(isl, 256, chat_turn=1, turn_tokens=isl + 128)
+    assert mag(sc, "long_prompt_flops", "FLOP") == \
+        pytest.approx(mag(sc, "prefill_flops", "FLOP"), rel=1e-12)
+    assert mag(sc, "chat_token_flops", "FLOP/token") == pytest.approx(
+        mag(sc, "flops_per_token", "FLOP/token")
+        + mag(sc, "decode_attention_flops_per_token", "FLOP/token"), rel=1e-12)
