@@ -138,3 +138,16 @@ def test_what_counts_as_a_repository_id(text: str, expected: bool) -> None:
 def test_a_malformed_id_raises_import_model_error() -> None:
     with pytest.raises(ImportModelError, match="not a Hugging Face repository id"):
         hf_hub.fetch_config("org/bad..name")
+
+
+def test_a_model_folder_is_read_through_its_config_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "Qwen3-32B"
+    folder.mkdir()
+    shutil.copy(CONFIGS / "qwen3-32b.json", folder / "config.json")
+    code, out, _ = run(capsys, "import-model", str(folder))
+    assert code == 0 and tomllib.loads(out)["name"] == "Qwen3 32B"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run(capsys, "import-model", str(empty))
+    assert code == 2 and err == f"perfgraph: error: {empty}: a folder with no config.json in it\n"

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "cache; HF_HUB_OFFLINE=1 keeps it off the network), and "
                                    "write a model TOML, with parameter counts derived from "
                                    "the architecture fields.")
-    p.add_argument("config", metavar="CONFIG.json|ORG/NAME")
+    p.add_argument("config", metavar="CONFIG.json|FOLDER|ORG/NAME")
     p.add_argument("--revision", help="branch, tag or commit of ORG/NAME (default: main)")
     p.add_argument("--offline", action="store_true",
                    help="read ORG/NAME from the Hugging Face cache only")
@@ -40,18 +40,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _locate(args: argparse.Namespace) -> tuple[Path, str, str]:
     """The config.json to read, the default slug, and the source the TOML names."""
     path = Path(args.config)
-    if not path.exists() and not is_repo_id_like(args.config):
-        raise InputError("no such file (a Hugging Face repository is named ORG/NAME)",
-                         file=args.config)
-    if path.exists():
-        if args.revision:
-            raise InputError("--revision needs a repository id ORG/NAME, not a path",
+    if path.is_dir():  # a model folder, as downloaded: read its config.json
+        path = path / "config.json"
+        if not path.is_file():
+            raise InputError("a folder with no config.json in it", file=args.config)
+    if not path.exists():
+        if not is_repo_id_like(args.config):
+            raise InputError("no such file (a Hugging Face repository is named ORG/NAME)",
                              file=args.config)
-        return path, (path.parent.name if path.parent.name else path.stem).lower(), str(path)
-    fetched = fetch_config(args.config, revision=args.revision,
-                           offline=True if args.offline else None)
-    commit = fetched.parent.name  # the cache keeps each file under snapshots/<commit>/
-    return fetched, args.config.split("/")[1].lower(), f"{args.config}@{commit}"
+        fetched = fetch_config(args.config, revision=args.revision,
+                               offline=True if args.offline else None)
+        commit = fetched.parent.name  # the cache keeps each file under snapshots/<commit>/
+        return fetched, args.config.split("/")[1].lower(), f"{args.config}@{commit}"
+    if args.revision:
+        raise InputError("--revision needs a repository id ORG/NAME, not a path",
+                         file=args.config)
+    return path, (path.parent.name if path.parent.name else path.stem).lower(), str(path)
 
 
 def run(args: argparse.Namespace) -> int:
