@@ -24,7 +24,8 @@ def test_the_catalogs_hold_what_the_issue_lists() -> None:
                            "mixtral-8x7b", "qwen2.5-72b", "deepseek-v3", "gpt-oss-120b",
                            "deepseek-r1-0528", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                            "llama-4-scout", "llama-4-maverick", "kimi-k2-instruct",
-                           "gemma-3-27b", "qwen3-next-80b-a3b", "mistral-7b"}
+                           "gemma-3-27b", "qwen3-next-80b-a3b", "mistral-7b", "deepseek-v3.2",
+                           "qwen3-coder-480b-a35b", "deepseek-v2.5"}
     assert set(WORKLOADS) >= {"chat-1k1k", "long-prompt-8k1k", "long-output-1k8k"}
     assert len(WORKLOADS) >= 4
 

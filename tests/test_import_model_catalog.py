@@ -176,7 +176,10 @@ CATALOG = [("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
            ("gemma-3-27b", "google/gemma-3-27b-it"),
            ("kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct"),
            ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
-           ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528")]
+           ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528"),
+           ("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2"),
+           ("deepseek-v2.5", "deepseek-ai/DeepSeek-V2.5"),
+           ("qwen3-coder-480b-a35b", "Qwen/Qwen3-Coder-480B-A35B-Instruct")]
 CONFIG_OF = {"kimi-k2-instruct": "kimi-k2"}
 
 
@@ -204,3 +207,70 @@ def test_deepseek_r1_matches_its_checkpoint_tensor_for_tensor() -> None:
               + 3 * 3 * 144 * 56 + 59 * 257 * 3 * 16 * 56)              # dense and MoE MLPs
     total, _ = count_params(config("deepseek-r1-0528"))
     assert total + mtp + scales == 684_531_386_000
+
+
+# The entries added with their config.json (tests/data/configs/PROVENANCE.md): each field read
+# straight from the file, and the publisher's own total and active figures.
+NEW = [("deepseek-v3.2", "num_key_value_heads", "n_routed_experts", 671e9, 37e9, 0.02),
+       ("deepseek-v2.5", "num_key_value_heads", "n_routed_experts", 236e9, 21e9, 0.002),
+       ("qwen3-coder-480b-a35b", "num_key_value_heads", "num_experts", 480e9, 35e9, 0.02)]
+
+
+@pytest.mark.parametrize("slug,kv_key,experts_key,total,active,rel", NEW,
+                         ids=[n[0] for n in NEW])
+def test_new_catalog_entries_match_their_config_json(slug: str, kv_key: str, experts_key: str,
+                                                     total: float, active: float,
+                                                     rel: float) -> None:
+    cfg = config(slug)
+    values = tomllib.loads((ROOT / "models" / f"{slug}.toml").read_text())["values"]
+    assert (values["n_layers"], values["d_model"], values["n_heads"], values["n_kv_heads"],
+            values["n_routed_experts"], values["n_experts_per_tok"]) == \
+        (cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"], cfg[kv_key],
+         cfg[experts_key], cfg["num_experts_per_tok"])
+    assert (values["n_params"], values["n_active_params"]) == count_params(cfg)
+    assert values["n_params"] == pytest.approx(total, rel=rel)
+    assert values["n_active_params"] == pytest.approx(active, rel=0.04)
+
+
+def test_deepseek_v3_2_carries_its_indexer_fields() -> None:
+    cfg = config("deepseek-v3.2")
+    values = tomllib.loads((ROOT / "models" / "deepseek-v3.2.toml").read_text())["values"]
+    assert (values["index_topk"], values["index_n_heads"], values["index_head_dim"]) == \
+        (cfg["index_topk"], cfg["index_n_heads"], cfg["index_head_dim"]) == (2048, 64, 128)
+    assert values["n_dsa_layers"] == cfg["num_hidden_layers"] == 61
+
+
+def test_deepseek_v3_2_matches_its_checkpoint_tensor_for_tensor() -> None:
+    """DeepSeek-V3.2's checkpoint holds 685,396,921,376 values (its safetensors headers, as a
+    public model-info report prints them, tests/data/configs/PROVENANCE.md). That is V3's
+    tensors plus one lightning indexer a layer (wq_b 8192 x 1536, wk 128 x 7168, k_norm weight
+    and bias 2 x 128, weights_proj 64 x 7168, in all 62 layers with the MTP one) and their
+    FP8 block scales (wk 1 x 56, wq_b 64 x 12): this count plus the MTP layer and every
+    scale, exactly."""
+    d, v = 7168, 129280
+    indexer = 1536 * 64 * 128 + d * 128 + 2 * 128 + d * 64
+    assert indexer == 13_959_424
+    mla = (d * 1536 + 1536 + 1536 * 128 * 192 + d * 576 + 512 + 512 * 128 * 256
+           + 128 * 128 * d + indexer)
+    moe = d * 256 + 256 + 257 * 3 * d * 2048
+    mtp = mla + 2 * d + moe + d * 2 * d + 2 * v * d + 3 * d
+    scales = ((5 * 56 + 256 * 4 + 56 * 128 + 12 * 56 + 192 * 12 + 56 + 64 * 12) * 62
+              + 3 * 3 * 144 * 56 + 59 * 257 * 3 * 16 * 56)
+    total, _ = count_params(config("deepseek-v3.2"))
+    assert total == count_params(config("deepseek-v3"))[0] + 61 * indexer
+    assert total + mtp + scales == 685_396_921_376
+
+
+def test_an_indexer_without_mla_is_refused() -> None:
+    cfg = config("qwen3-coder-480b-a35b") | {"index_topk": 2048, "index_n_heads": 64,
+                                             "index_head_dim": 128}
+    with pytest.raises(ImportModelError, match="index_topk"):
+        count_params(cfg)
+
+
+def test_deepseek_v2_5_is_the_235_74b_the_hub_lists() -> None:
+    """DeepSeek-V2 paper: 236B total, 21B activated; the Hub's safetensors total for the
+    BF16 checkpoint (no MTP, no scales) is 235.74B, this count to the last digit shown."""
+    total, active = count_params(config("deepseek-v2.5"))
+    assert round(total / 1e9, 2) == 235.74
+    assert active == pytest.approx(21e9, rel=0.02)

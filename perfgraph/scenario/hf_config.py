@@ -7,8 +7,9 @@ Families: dense Llama / Qwen2 / Qwen3 / Mistral / Gemma 3, Mixtral, Qwen-MoE (sh
 ``decoder_sparse_step``, ``mlp_only_layers``), DeepSeek-V2/V3 and Kimi K2 (MLA, shared
 experts, ``first_k_dense_replace``, ``moe_layer_freq``), gpt-oss (biases everywhere, sinks),
 Llama 4 (routed + shared expert, ``interleave_moe_layer_step``, dense layers of
-``intermediate_size_mlp``, chunked local attention) and Qwen3-Next (Gated DeltaNet linear
-layers beside gated full attention).
+``intermediate_size_mlp``, chunked local attention), Qwen3-Next (Gated DeltaNet linear
+layers beside gated full attention) and DeepSeek-V3.2 (MLA with DeepSeek sparse attention's
+lightning indexer in every layer).
 
 Conventions. Every weight matrix, bias and norm vector is counted; rotary tables, FP8 scale
 tensors and other buffers are not, nor are vision towers (a multimodal config's
@@ -146,6 +147,18 @@ def _mla(c: dict) -> dict[str, Any]:
     return out
 
 
+def _dsa(c: dict, s: dict) -> dict[str, Any]:
+    """DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): a lightning indexer of
+    ``index_n_heads`` heads of ``index_head_dim`` scores every cached token; MLA then attends
+    to the ``index_topk`` best. Its query projection reads MLA's compressed query, so the
+    model must have a ``q_lora_rank``."""
+    out = {k: _int(c, k) for k in ("index_topk", "index_n_heads", "index_head_dim")}
+    if not s["mla"] or not s["q_lora_rank"]:
+        raise ImportModelError("config.json has 'index_topk' (DeepSeek sparse attention) but "
+                               "no MLA 'kv_lora_rank' and 'q_lora_rank' for its indexer to read")
+    return out
+
+
 def _linear_attention(c: dict, s: dict) -> dict[str, Any]:
     """Qwen3-Next's Gated DeltaNet layers: 3 of every ``full_attention_interval`` (4)."""
     types = [str(t) for t in c.get("layer_types") or []]
@@ -188,6 +201,9 @@ def shape(config: Any) -> dict[str, Any]:
     s["mla"] = c.get("kv_lora_rank") is not None
     if s["mla"]:
         s.update(_mla(c))
+    s["dsa"] = c.get("index_topk") is not None
+    if s["dsa"]:
+        s.update(_dsa(c, s))
     s["linear_layers"] = 0
     if s["model_type"] == "qwen3_next" or c.get("linear_num_value_heads") is not None:
         s.update(_linear_attention(c, s))
@@ -205,7 +221,7 @@ def _attention(s: dict) -> int:
         kv_p = (d * (s["kv_lora_rank"] + s["qk_rope_head_dim"])    # kv_a_proj_with_mqa
                 + s["kv_lora_rank"]                                 # kv_a_layernorm
                 + s["kv_lora_rank"] * h * (s["qk_nope_head_dim"] + s["v_head_dim"]))
-        return q + kv_p + h * s["v_head_dim"] * d                   # + o_proj
+        return q + kv_p + h * s["v_head_dim"] * d + _indexer(s)     # + o_proj
     q_out = h * hd * (2 if s["attn_gate"] else 1)
     n = d * (q_out + 2 * kv * hd) + h * hd * d                      # q (+ gate), k, v, o
     n += (h + 2 * kv) * hd if s["qkv_bias"] else 0
@@ -213,6 +229,16 @@ def _attention(s: dict) -> int:
     n += 2 * hd if s["qk_norm"] else 0
     n += h if s["gpt_oss"] else 0                                   # attention sinks
     return n
+
+
+def _indexer(s: dict) -> int:
+    """A DSA layer's lightning indexer (DeepSeek-V3.2-Exp inference/model.py, Indexer): wq_b
+    from the compressed query to every index head, wk from the hidden state to one key,
+    k_norm (a LayerNorm: weight and bias), weights_proj giving each head its weight."""
+    if not s["dsa"]:
+        return 0
+    hd, heads, d = s["index_head_dim"], s["index_n_heads"], s["d"]
+    return s["q_lora_rank"] * heads * hd + d * hd + 2 * hd + d * heads
 
 
 def _gated_deltanet(s: dict) -> int:
@@ -288,11 +314,15 @@ def attention_kinds(config: Any) -> dict[str, int]:
             else (s["layers"] if c.get("sliding_window") and c.get("use_sliding_window", True)
                   else 0)
     out = {"n_sliding_layers": sliding, "n_chunked_layers": _chunked_layers(c, s),
-           "n_linear_layers": s["linear_layers"]}
+           "n_linear_layers": s["linear_layers"],
+           # every attention layer of DeepSeek-V3.2 carries an indexer (it has no other kinds)
+           "n_dsa_layers": s["layers"] - s["linear_layers"] if s["dsa"] else 0}
     if sliding:
         out["sliding_window"] = _int(c, "sliding_window")
     if out["n_chunked_layers"]:
         out["attention_chunk_size"] = _int(c, "attention_chunk_size")
+    if s["dsa"]:
+        out.update({k: s[k] for k in ("index_topk", "index_n_heads", "index_head_dim")})
     if s["linear_layers"]:
         kd, vd = s["linear_key_head_dim"], s["linear_value_head_dim"]
         kh, vh = s["linear_num_key_heads"], s["linear_num_value_heads"]

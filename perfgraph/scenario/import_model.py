@@ -62,6 +62,10 @@ _KIND_DOCS = {
     "sliding_window": "sliding_window (tokens)",
     "attention_chunk_size": "attention_chunk_size (tokens of KV a chunked layer keeps)",
     "linear_state_elements": "value heads x key dim x value dim + conv cache",
+    "n_dsa_layers": "layers with DeepSeek sparse attention (an indexer picks index_topk tokens)",
+    "index_topk": "index_topk (tokens each query attends to in a DSA layer)",
+    "index_n_heads": "index_n_heads (lightning-indexer heads)",
+    "index_head_dim": "index_head_dim (width of an indexer head and of its cached key)",
 }
 
 
@@ -106,7 +110,8 @@ def _mlp_words(s: dict) -> str:
         return "SwiGLU MLP"
     words = f"router + {'shared expert + ' if s['shared_ffn'] else ''}{s['experts']} experts"
     if s["dense_layers"]:
-        words += f"; {s['dense_layers']} layers have a dense MLP instead"
+        n = s["dense_layers"]
+        words += f"; {n} layer{' has' if n == 1 else 's have'} a dense MLP instead"
     return words
 
 
@@ -156,6 +161,12 @@ def _kind_lines(config: dict, layers: int) -> list[str]:
                   f"{kinds['attention_chunk_size']}-token chunks (the rest are global NoPE "
                   "layers);", "a chunked layer keeps at most one chunk of KV "
                   "(n_chunked_layers, attention_chunk_size)."]
+    if kinds.get("n_dsa_layers"):
+        lines += [f"{kinds['n_dsa_layers']} of {layers} layers use DeepSeek sparse attention: an "
+                  f"indexer ({kinds['index_n_heads']} heads x {kinds['index_head_dim']})",
+                  f"scores every cached token and MLA attends to the {kinds['index_topk']} best; "
+                  "the indexer caches", "one FP8 key of index_head_dim per token and layer",
+                  "(n_dsa_layers, index_topk, index_n_heads, index_head_dim)."]
     if kinds.get("n_linear_layers"):
         lines += [f"{kinds['n_linear_layers']} of {layers} layers are Gated DeltaNet: a "
                   f"constant state of {kinds['linear_state_elements']:_} elements a sequence",
@@ -206,7 +217,7 @@ _ARCH_KEYS = ("intermediate_size", "intermediate_size_mlp", "moe_intermediate_si
               "qk_rope_head_dim", "v_head_dim", "sliding_window", "attention_chunk_size",
               "full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
               "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-              "num_nextn_predict_layers")
+              "num_nextn_predict_layers", "index_topk", "index_n_heads", "index_head_dim")
 
 
 def _architecture_table(config: dict, s: dict) -> Any:
@@ -222,12 +233,15 @@ def _architecture_table(config: dict, s: dict) -> Any:
 
 
 def model_toml(config: dict, slug: str, source: str, *, name: str | None = None) -> str:
-    """The text of ``models/<slug>.toml`` for ``config``, read from ``source``."""
+    """The text of ``models/<slug>.toml`` for ``config``, read from ``source`` (a path, or a
+    repository ``ORG/NAME``, optionally ``ORG/NAME@commit``)."""
     s = shape(config)
     name = name or _slug_name(slug)
-    hf_id = source if re.fullmatch(r"[\w.-]+/[\w.-]+", source) else \
-        text_config(config).get("_name_or_path")
-    where = f"config.json of {source} (Hugging Face)" if hf_id == source else source
+    repo, _, revision = source.partition("@")
+    hub = re.fullmatch(r"[\w.-]+/[\w.-]+", repo) is not None
+    hf_id = repo if hub else text_config(config).get("_name_or_path")
+    where = (f"config.json of {repo} (Hugging Face{', revision ' + revision if revision else ''})"
+             if hub else source)
     doc = tomlkit.document()
     for line in _header(config, s, name, where):
         doc.add(tomlkit.comment(line))
