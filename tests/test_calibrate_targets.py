@@ -16,10 +16,12 @@ from perfgraph.scenario.loading import ScenarioSpec
 
 H100_1K = Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8" / \
     "1k1k" / "H100.json"
-#: the shipped H100 vLLM profile's values (perfgraph/scenario/profiles/h100-sxm.vllm.toml)
+#: the shipped H100 vLLM profile's values (perfgraph/scenario/profiles/h100-sxm.vllm.toml;
+#: its step_overhead as the host's share, the per-layer terms 0)
 HELD = {"bandwidth_efficiency": 1.0, "attention_bandwidth_efficiency": 0.5,
         "compute_efficiency": 0.4468, "prefill_compute_efficiency": 0.6458,
-        "step_overhead": 5.672, "ttft_overhead": 11.01, "tp_comm_exposed": 1.0,
+        "step_host_time": 5.672, "layer_step_time": 0.0, "moe_layer_step_time": 0.0,
+        "ttft_overhead": 11.01, "tp_comm_exposed": 1.0,
         "link_efficiency": 0.4582}
 
 
@@ -42,7 +44,7 @@ def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(InputError, match="expected some of"):
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
-    assert len(TARGETS) == 9
+    assert len(TARGETS) == 11
 
 
 @pytest.mark.parametrize(("table", "said"), [
@@ -62,3 +64,22 @@ def test_an_engine_files_realistic_table_is_checked(monkeypatch, table, said) ->
     with pytest.raises(InputError, match=re.escape(said)) as exc:
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()))
     assert "engines/vllm.toml [realistic]" in str(exc.value)
+
+
+def test_the_overhead_split_fits_only_what_the_models_tell_apart() -> None:
+    from perfgraph.measured.calibrate import _unidentified
+
+    class Group:  # what _unidentified reads of a group: its sheet's layer counts
+        def __init__(self, layers: float, moe: float) -> None:
+            self.sheet = type("S", (), {"magnitude": lambda _, c: {
+                "n_layers": layers, "n_moe_layers": moe}[c]})()
+
+    one = [Group(80, 0), Group(80, 0)]  # Llama-70B alone: only the sum is fixed
+    held, notes = _unidentified(one, {})
+    assert held == {"layer_step_time": 0.0, "moe_layer_step_time": 0.0} and len(notes) == 2
+    dense = [Group(80, 0), Group(32, 0)]  # 70B and 8B: the per-layer share fits
+    assert _unidentified(dense, {})[0] == {"moe_layer_step_time": 0.0}
+    # DeepSeek-R1 (61 layers, 58 MoE) beside the two: every term fits
+    assert _unidentified([*dense, Group(61, 58)], {}) == ({}, ())
+    # a term the caller holds is not judged
+    assert _unidentified(one, {"layer_step_time": 5.0})[0] == {"moe_layer_step_time": 0.0}

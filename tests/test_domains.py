@@ -36,7 +36,7 @@ def test_the_edges_of_each_domain_are_allowed() -> None:
     sheet = load().sheet
     for name, value in (("concurrency", 0), ("spec_k", 0), ("spec_alpha", 1),
                         ("prefix_hit_rate", 0), ("compute_efficiency", 1),
-                        ("step_overhead", 0), ("osl_spread", 1), ("tp", 1)):
+                        ("step_host_time", 0), ("osl_spread", 1), ("tp", 1)):
         sheet.set(name, value)
         assert sheet.magnitude(name) == value
 

@@ -15,6 +15,8 @@ CONFIG_CELLS = ("tp", "concurrency", "isl", "osl")
 IN_FLIGHT_BELOW = 0.95
 #: Where a run's ISL or OSL came from, as the outputs name it.
 MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
+#: The concurrency source of a maximum-load run: the sheet's ``capacity_batch``
+CAPACITY = "capacity"
 #: The deployment a run record may carry, each set as the cell of its name where the sheet has it
 #: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
 DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "disaggregated", "prefill_gpus",
@@ -44,7 +46,9 @@ class Setup:
     #: the OSL the model's E2EL is taken at: the run's implied mean OSL where the file gives
     #: only a configured one and its latencies imply another (InferenceMAX rows), else ``osl``
     e2el_osl: float | None = None
-    concurrency_source: str | None = None  # "configured" | "in flight" | "options" | "little"
+    #: "configured" | "in flight" | "options" | "little" | "capacity" (a maximum-load run: the
+    #: sheet's capacity_batch, set by compare once the run's sheet is loaded)
+    concurrency_source: str | None = None
     engine: str | None = None  # the run's engine where the file names a known one, else None
     #: (cell, value) for the run's deployment beyond TP, only cells the sheet has
     deployment: tuple[tuple[str, str], ...] = ()

@@ -42,7 +42,7 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
-from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
+from perfgraph.measured.setup import CAPACITY, CONFIG_CELLS, Baseline, Setup, setup_run
 from perfgraph.scenario.loading import load
 
 #: MFU and MBU of a run from its measured numbers (``throughput`` and ``itl`` are then the
@@ -161,9 +161,10 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     if scenario is not None:  # which profile predicts these runs (auto picks per hardware)
         setups = [dataclasses.replace(s, notes=(*s.notes, f"predicted by {scenario.prediction}"))
                   for s in setups]
-    cols = config_columns(setups)
     n = len(runs)
     with np.errstate(all="ignore"):  # a bad configuration shows as NaN, explained per metric
+        setups = at_capacity(sheet, setups)
+        cols = config_columns(setups)
         model = sheet.evaluate_columns(cols, n)
         gpus = model["n_gpus"]
         measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
@@ -191,6 +192,19 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
         out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
                               _finite(measured[i].output_equivalent), found))
     return out
+
+
+def at_capacity(sheet: Sheet, setups: Sequence[Setup]) -> list[Setup]:
+    """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
+    own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
+    setups = list(setups)
+    if not any(s.concurrency_source == CAPACITY for s in setups):
+        return setups
+    batch = sheet.evaluate_columns(config_columns(setups), len(setups),
+                                   only=["capacity_batch"])["capacity_batch"]
+    return [dataclasses.replace(s, concurrency=float(b) if b >= 1 else math.nan)
+            if s.concurrency_source == CAPACITY else s
+            for s, b in zip(setups, np.asarray(batch, dtype=float), strict=True)]
 
 
 def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[Setup],

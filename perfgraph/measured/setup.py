@@ -12,11 +12,14 @@ fewer requests in flight (``MeasuredRun.concurrency_measured``, Little's law: re
 throughput × mean E2EL, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the batch
 the server saw; an explicit ``--set concurrency=N`` wins over any such estimate, never over a
 configured concurrency the file's numbers bear out.  A rate-driven run (no configured
-concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate.
+concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate; a
+maximum-load run with neither (every request at once: ``request_rate`` infinite) at the sheet's
+``capacity_batch``, which compare reads once the run's sheet is loaded (``CAPACITY``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
@@ -26,6 +29,7 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.base import in_flight
 from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exported)
     _CELL_FOR,
+    CAPACITY,
     CONFIG_CELLS,
     CONFIGURED,
     DEPLOYMENT_CELLS,
@@ -353,4 +357,9 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
                      f"throughput {number(rate.value)}/s × mean E2EL {number(e2el.value)} ms "
                      f"({paced}; the estimate counts queued requests too)")
         return float(estimate), "little"
+    if run.request_rate is not None and math.isinf(run.request_rate):
+        notes.append("a maximum-load run (every request at once, no concurrency in the file): "
+                     "modelled at capacity_batch, the largest batch the engine holds "
+                     "(min(max_num_seqs, what the KV memory holds))")
+        return float(base.values.get("concurrency", 1.0)), CAPACITY
     return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"

@@ -46,7 +46,9 @@ from .commands import SummaryTableAdapter
 from .gpu_conc import GpuConcAdapter
 from .inferencemax import InferenceMaxAggAdapter, InferenceMaxRowsAdapter
 from .inferencex import InferenceXRowsAdapter
+from .records import markdown_tables
 from .sglang import SGLangAdapter
+from .trtllm_docs import TrtllmOnlineAdapter, TrtllmThroughputAdapter
 from .vllm import VllmAdapter, VllmLegacyAdapter
 
 if sys.version_info >= (3, 11):
@@ -78,6 +80,8 @@ ADAPTERS: tuple[Adapter, ...] = (
     InferenceMaxAggAdapter(),
     InferenceXRowsAdapter(),
     SummaryTableAdapter(),
+    TrtllmThroughputAdapter(),
+    TrtllmOnlineAdapter(),
 )
 FORMATS: Mapping[str, str] = MappingProxyType({a.format: a.reads for a in ADAPTERS})
 """format name -> what that adapter reads, in detection order."""
@@ -207,6 +211,9 @@ def load_document(path: Path) -> Document:
     if not stripped:
         raise MeasuredFileError(source, "file is empty")
     if stripped[0] not in "[{":
+        tables = markdown_tables(text)
+        if tables is not None:
+            return Document(source, "markdown", tables, path.parent)
         try:
             return Document(source, "csv", list(csv.reader(io.StringIO(text))), path.parent)
         except csv.Error as exc:

@@ -10,6 +10,7 @@ JSON array or a results list, 0 for a file that holds a single run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,8 +131,10 @@ class BadLine:
 @dataclass(frozen=True)
 class Document:
     source: str
-    kind: Literal["json", "jsonl", "csv"]
-    data: Any  # json: the parsed value; jsonl: list of (line, dict | BadLine); csv: list of rows
+    kind: Literal["json", "jsonl", "csv", "markdown"]
+    #: json: the parsed value; jsonl: list of (line, dict | BadLine); csv: list of rows;
+    #: markdown: a MarkdownTables (its tables' rows and the comment lines above them)
+    data: Any
     directory: Path
 
 
@@ -155,3 +158,43 @@ class Context:
     #: model / hardware / precision / tp / concurrency / isl / osl
     values: Mapping[str, Any] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)  # key -> "overrides" / sidecar name
+
+
+@dataclass(frozen=True)
+class MarkdownTables:
+    """A Markdown file of pipe tables, as published benchmark pages print them: each table a
+    tuple of rows (each row its cells, stripped, with ``**bold**`` marks removed; the
+    ``|---|`` rule rows left out) and the file's ``#`` comment lines (where a copy says
+    what it is an excerpt of)."""
+
+    tables: tuple[tuple[tuple[str, ...], ...], ...]
+    comments: tuple[str, ...]
+
+
+_RULE = re.compile(r"^\|?[\s:|-]*-[\s:|-]*$")
+
+
+def markdown_tables(text: str) -> MarkdownTables | None:
+    """The pipe tables of ``text``; None unless the file is nothing but tables, ``#`` comment
+    lines and blank lines, with at least two table rows."""
+    tables: list[list[tuple[str, ...]]] = []
+    comments: list[str] = []
+    current: list[tuple[str, ...]] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith("|"):
+            if line and not line.startswith("#"):
+                return None
+            if line:
+                comments.append(line.lstrip("#").strip())
+            current = None
+            continue
+        if current is None:
+            current = []
+            tables.append(current)
+        if not _RULE.match(line):
+            cells = line[1:-1 if line.endswith("|") and len(line) > 1 else None].split("|")
+            current.append(tuple(c.strip().replace("**", "").strip() for c in cells))
+    if sum(len(t) for t in tables) < 2:
+        return None
+    return MarkdownTables(tuple(tuple(t) for t in tables if t), tuple(comments))
