@@ -76,11 +76,13 @@ def plan_json(result: Result, i: int) -> dict[str, Any]:
     return {"choices": result.choices(int(result.rows[i])), "values": values}
 
 
-def answer(result: Result, top: int) -> dict[str, Any]:
+def answer(result: Result, top: int, best: int | None = None) -> dict[str, Any]:
+    """The plan as JSON: ``best`` (a feasible row's position; default the objective's first),
+    the frontier and the runners-up."""
     q = result.question
     order = result.order()
     front = frontier(result)
-    best = int(order[0])
+    best = int(order[0]) if best is None else best
     return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
                                   for n, v in q.slos.items()},
                          "request_rate": {"value": q.rate, "unit": "request/s"},

@@ -10,6 +10,8 @@ from perfgraph.cli.options import add_scenario_options, spec_from_args
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan, plan_report
+from perfgraph.whatif import plan_percentiles as pp
+from perfgraph.whatif import plan_percentiles_report as pp_report
 
 EPILOG = """\
 The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
@@ -30,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_scenario_options(p)
     p.add_argument("--slo", action="append", default=[], metavar="NAME=VALUE",
-                   help="ttft=1s, itl=50ms, e2e=30s (repeatable)")
+                   help="ttft=1s, itl=50ms, e2e=30s; a percentile (ttft.p99=2s, itl.p99=60ms, "
+                        "e2e.p90=40s) is held by simulating the best candidates (repeatable)")
     p.add_argument("--rate", required=True, metavar="RATE", help='"20 request/s"')
     p.add_argument("--search", action="append", default=[], metavar="NAME=VALUES",
                    help="an axis of the space (repeatable)")
@@ -45,6 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="threads that evaluate the space (default: the cores); the answer is "
                         "the same with any N")
+    p.add_argument("--simulate", type=int, default=pp.DEFAULT_CANDIDATES, metavar="N",
+                   help="with percentile SLOs: candidates to simulate, best first (default "
+                        f"{pp.DEFAULT_CANDIDATES})")
+    p.add_argument("--requests", type=int, default=pp.DEFAULT_REQUESTS, metavar="N",
+                   help="with percentile SLOs: requests each simulation runs (default "
+                        f"{pp.DEFAULT_REQUESTS})")
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="run the simulations on this Ray cluster ('local' starts one here; "
+                        "needs pip install 'perfgraph[ray]'); default: a local process pool")
     p.set_defaults(func=run)
 
 
@@ -79,8 +91,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.slo:
         raise InputError("plan needs at least one --slo (ttft=1s, itl=50ms, e2e=30s)")
     spec = spec_from_args(args)
-    q = plan.question(spec, args.slo, args.rate, args.objective)
+    plain, percentile = pp.split_slos(args.slo)
+    if percentile and args.requests < 1:
+        raise InputError(f"--requests must be 1 or more, got {args.requests}")
+    texts = pp.analytic_texts(plain, percentile)
+    if not texts:
+        raise InputError("p50 SLOs alone bound no mean for the search: add a p90 or p99 "
+                         "SLO, or a plain one (ttft=1s)", name="--slo")
+    q = plan.question(spec, texts, args.rate, args.objective)
+    slos = pp.percentile_slos(percentile, load(spec).sheet)
     result = plan.run(spec, q, args.search, args.prices, args.jobs)
+    held = _held(result, slos, args) if slos and result.feasible else None
+    if held is not None and held.chosen is None:
+        print(json.dumps({"unreachable": "no simulated candidate meets the percentile SLOs",
+                          "simulated": pp_report.as_json(held, result)}, indent=2)
+              if args.format == "json" else pp_report.none_met(held, result))
+        return 1
     if result.feasible == 0:
         if args.format == "json":
             print(json.dumps(plan_report.no_plan(result), indent=2))
@@ -88,8 +114,11 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join([plan_report.unreachable(result), *plan_report.family_lines(result),
                              *plan_report.skipped_line(result.unpriced)]))
         return 1
-    ans = plan_report.answer(result, args.top)
-    best = best_spec(result, int(result.order()[0]), args.prices)
+    chosen = int(result.order()[0]) if held is None or held.chosen is None else held.chosen
+    ans = plan_report.answer(result, args.top, chosen)
+    if held is not None:
+        ans["simulated"] = pp_report.as_json(held, result)
+    best = best_spec(result, chosen, args.prices)
     if args.out:
         _write(result, args.out)
     if args.format == "json":
@@ -97,9 +126,41 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
         print(f"\nre-check the best plan: {eval_line(best)}")
+        if held is not None:
+            print("\n" + pp_report.lines(held, result))
+            job = next(j for j in held.jobs if j.row == chosen)
+            print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
+                  f"{pp.simulate_line(job)}")
     if args.launch is not None:
         print(launch.command(args.launch or str(best.engine), load(best), _pools(ans)))
     return 0
+
+
+def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
+          args: argparse.Namespace) -> pp.Held:
+    """The analytic plan's best candidates simulated, the first that meets ``slos`` chosen."""
+    def spec_of(i: int) -> ScenarioSpec:
+        return best_spec(result, i, args.prices)
+
+    def replicas_of(i: int) -> int:
+        return int(result.values["deployment_replicas"][i])
+
+    def disaggregated(i: int) -> bool:
+        return bool(result.choices(int(result.rows[i])).get("disaggregated", 0.0))
+
+    def budget_of(i: int) -> int:
+        sheet = result.sheet_at(int(result.rows[i]))
+        return max(1, int(sheet.magnitude("max_num_batched_tokens", "token")))
+
+    def deployment(i: int) -> tuple:
+        choice = result.choices(int(result.rows[i]))
+        return (*(v for k, v in choice.items() if k != "concurrency"), replicas_of(i))
+
+    return pp.hold([int(i) for i in result.order()], disaggregated,
+                   lambda rows: pp.jobs_for(rows, spec_of, replicas_of, result.question.rate,
+                                            args.requests, budget_of),
+                   slos, args.simulate, args.jobs, args.ray, key=deployment,
+                   batch=lambda i: float(result.choices(int(result.rows[i]))["concurrency"]))
 
 
 def _pools(ans: dict) -> dict[str, int]:

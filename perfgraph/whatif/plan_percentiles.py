@@ -1,0 +1,247 @@
+"""Plans held to percentile SLOs: ``plan --slo ttft.p99=… --slo itl.p99=…``.
+
+The analytic search (``plan``) answers with means and steady states; a p99 is the tail of a
+queue that only a simulation plays out. So the search runs first, with each percentile SLO's
+limit standing for its mean (a mean above a p99's limit cannot meet it: a necessary
+condition), and its best candidates, in objective order, are each simulated at the question's
+rate and lengths (``perfgraph simulate``: one replica at rate ÷ replicas, its batch capped at
+the candidate's concurrency). The answer is the first candidate whose simulated percentiles
+meet every SLO: the cheapest the analytic search ranked that the simulation bears out.
+
+The simulations are independent jobs: a local process pool by default, or a Ray cluster
+(``ray_address``; Ray is an optional extra, ``pip install 'perfgraph[ray]'``). Each job
+carries only a scenario spec and a simulation setup, and rebuilds its sheet where it runs.
+
+A disaggregated candidate is not simulated (the simulator runs one aggregated pool); it is
+passed over, and the answer says how many were.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError, PerfgraphError
+from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif.plan_question import parse_slo
+from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.scheduler import SCHEDULERS
+from perfgraph.whatif.simulate.summary import summarise
+
+#: --slo METRIC.STAT=VALUE: the simulation's latency and statistic it limits
+_PERCENTILE = re.compile(r"^\s*(?P<metric>ttft|itl|tpot|e2e)\.(?P<stat>p50|p90|p99|p99\.9)\s*=",
+                         re.IGNORECASE)
+#: the analytic SLO each simulated metric stands in for (its mean bounds the percentile)
+ANALYTIC = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e": "e2e"}
+DEFAULT_CANDIDATES = 20
+DEFAULT_REQUESTS = 2000
+
+
+@dataclass(frozen=True)
+class PercentileSlo:
+    metric: str  # ttft | itl | tpot | e2e (the simulation's latency)
+    stat: str  # p50 | p90 | p99 | p99.9
+    limit: float  # in UNITS[metric]
+    text: str  # as the user gave it
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}.{self.stat}"
+
+
+def split_slos(texts: Sequence[str]) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """The ``--slo`` texts the analytic search reads as they are, and the percentile ones as
+    (metric, stat, the value's text)."""
+    plain, percentile = [], []
+    for text in texts:
+        found = _PERCENTILE.match(text)
+        if found is None:
+            plain.append(text)
+        else:
+            percentile.append((found["metric"].lower(), found["stat"].lower(),
+                               text[found.end():].strip()))
+    return plain, percentile
+
+
+def analytic_texts(plain: Sequence[str], percentile: Sequence[tuple[str, str, str]],
+                   ) -> list[str]:
+    """The SLOs the analytic search holds: the plain ones, and each p90-or-above limit as a
+    limit on its mean (a latency's mean lies below its p90; the largest such limit of a
+    metric, which every percentile above it allows too). A p50 bounds no mean (a tail pulls
+    the mean above the median) and is left to the simulation."""
+    named = {t.partition("=")[0].strip().lower() for t in plain}
+    loosest: dict[str, tuple[float, str]] = {}
+    for metric, stat, value in percentile:
+        name = ANALYTIC[metric]
+        if name in named or stat == "p50":
+            continue
+        rank = float(stat[1:])
+        if name not in loosest or rank > loosest[name][0]:
+            loosest[name] = (rank, value)
+    return [*plain, *(f"{name}={value}" for name, (_, value) in loosest.items())]
+
+
+def percentile_slos(percentile: Sequence[tuple[str, str, str]], sheet: Sheet,
+                    ) -> tuple[PercentileSlo, ...]:
+    """The percentile SLOs, each limit read as its analytic SLO cell reads it (ms for TTFT
+    and ITL, s for E2E: also the simulation summary's units)."""
+    out = []
+    for metric, stat, value in percentile:
+        text = f"{metric}.{stat}={value}"
+        try:
+            _, limit = parse_slo(f"{ANALYTIC[metric]}={value}", sheet)
+        except InputError as exc:
+            raise InputError(f"--slo {text}: {exc.message.split(': ', 1)[-1]}",
+                             name="--slo") from None
+        out.append(PercentileSlo(metric, stat, limit, text))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One candidate's simulation: its scenario, the load one replica of it sees."""
+
+    row: int  # the candidate's searched row
+    spec: ScenarioSpec
+    setup: Setup
+    replicas: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    row: int
+    values: dict[str, float] = field(default_factory=dict)  # "ttft.p99" → ms (s for e2e)
+    meets: bool = False
+    error: str | None = None  # the simulation could not run, or ran partial / overloaded
+
+
+def simulate_job(job: Job, slos: tuple[PercentileSlo, ...]) -> Outcome:
+    """Simulate one candidate and read its percentiles (runs in a worker: no shared state)."""
+    try:
+        sheet = load(job.spec).sheet
+        run = simulate(sheet, job.setup)
+        summary = summarise(run, sheet)
+    except PerfgraphError as exc:
+        return Outcome(job.row, error=str(exc))
+    latency = summary["latency"]
+    values: dict[str, float] = {}
+    for slo in slos:
+        value = latency.get(slo.metric, ("", {}))[1].get(slo.stat)
+        values[slo.name] = math.inf if value is None else float(value)
+    if summary["partial"] or summary["overload"]:
+        return Outcome(job.row, values, False, "the simulated replica falls behind the rate")
+    meets = all(values[s.name] <= s.limit for s in slos)
+    return Outcome(job.row, values, meets)
+
+
+def scheduler_for(engine: str | None) -> str:
+    """The simulator's scheduler policy for an engine (vLLM's for one it has none of)."""
+    return engine if engine in SCHEDULERS else "vllm"
+
+
+def jobs_for(rows: Iterable[int], spec_of: Callable[[int], ScenarioSpec],
+             replicas_of: Callable[[int], int], rate: float, requests: int,
+             budget_of: Callable[[int], int | None] = lambda _: None, seed: int = 0,
+             ) -> list[Job]:
+    """One job a row: one replica at rate ÷ replicas, Poisson arrivals, the engine's
+    scheduler, and its token budget (``budget_of``: the sheet's max_num_batched_tokens, what
+    the deployment launches with; None: simulate's own rule)."""
+    out = []
+    for row in rows:
+        spec = spec_of(row)
+        replicas = max(1, replicas_of(row))
+        setup = Setup(rate=rate / replicas, requests=requests, seed=seed,
+                      scheduler=scheduler_for(spec.engine), token_budget=budget_of(row))
+        out.append(Job(row, spec, setup, replicas))
+    return out
+
+
+def simulate_line(job: Job) -> str:
+    """The ``perfgraph simulate`` options that re-run a job (after its scenario's)."""
+    s = job.setup
+    budget = f" --token-budget {s.token_budget}" if s.token_budget else ""
+    return (f"--rate '{s.rate:g} request/s' --requests {s.requests} --seed {s.seed} "
+            f"--scheduler {s.scheduler}{budget}")
+
+
+def run_jobs(jobs: Sequence[Job], slos: tuple[PercentileSlo, ...], workers: int | None = None,
+             ray_address: str | None = None) -> list[Outcome]:
+    """Every job's outcome, in the jobs' order: on a Ray cluster when given its address, else
+    on a local process pool of ``workers`` (default: the cores; 1 runs here)."""
+    if ray_address is not None:
+        return _on_ray(jobs, slos, ray_address)
+    workers = workers or len(os.sched_getaffinity(0))
+    if workers <= 1 or len(jobs) <= 1:
+        return [simulate_job(j, slos) for j in jobs]
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        return list(pool.map(simulate_job, jobs, [slos] * len(jobs)))
+
+
+def _on_ray(jobs: Sequence[Job], slos: tuple[PercentileSlo, ...], address: str,
+            ) -> list[Outcome]:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--ray needs Ray: pip install 'perfgraph[ray]'", name="--ray") from None
+    local = address in ("local", "")
+    try:
+        ray.init(address=None if local else address, include_dashboard=False,
+                 ignore_reinit_error=True, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise InputError(f"--ray {address}: cannot connect to the Ray cluster ({exc})",
+                         name="--ray") from None
+    try:
+        remote = ray.remote(simulate_job)
+        return list(ray.get([remote.remote(j, slos) for j in jobs]))
+    finally:
+        ray.shutdown()
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the simulations said: the chosen row (None: none met the SLOs), every outcome in
+    the order simulated, and the candidates passed over (disaggregated)."""
+
+    chosen: int | None
+    outcomes: tuple[Outcome, ...]
+    skipped: int
+    slos: tuple[PercentileSlo, ...]
+    jobs: tuple[Job, ...] = ()  # what was simulated, in the outcomes' order
+
+
+def hold(rows: Sequence[int], disaggregated: Callable[[int], bool],
+         make_jobs: Callable[[Sequence[int]], list[Job]], slos: tuple[PercentileSlo, ...],
+         candidates: int = DEFAULT_CANDIDATES, workers: int | None = None,
+         ray_address: str | None = None, key: Callable[[int], object] | None = None,
+         batch: Callable[[int], float] | None = None) -> Held:
+    """Simulate up to ``candidates`` of ``rows`` (best first) and choose the first that meets
+    every percentile SLO.
+
+    With ``key`` (a deployment: everything but its batch), each deployment is simulated once,
+    in the order of its best row, at the largest ``batch`` any of its rows has: the rows of
+    one deployment cost the same, and a larger batch cap is headroom for the bursts a p99
+    sees (the search already held its mean latencies at that batch)."""
+    if candidates < 1:
+        raise InputError(f"--simulate {candidates}: expected 1 or more candidates",
+                         name="--simulate")
+    groups: dict[object, list[int]] = {}
+    for r in rows:
+        groups.setdefault(key(r) if key is not None else r, []).append(r)
+    picked: list[int] = []
+    skipped = 0
+    for members in groups.values():
+        if len(picked) == candidates:
+            break
+        if disaggregated(members[0]):
+            skipped += 1
+            continue
+        picked.append(max(members, key=batch) if batch is not None else members[0])
+    jobs = make_jobs(picked)
+    outcomes = run_jobs(jobs, slos, workers, ray_address)
+    best = next((o.row for o in outcomes if o.meets), None)
+    return Held(best, tuple(outcomes), skipped, slos, tuple(jobs))
