@@ -257,9 +257,9 @@ def _chunk_steps(sheet: Sheet) -> tuple[float, float]:
 
 def _handoff(sheet: Sheet) -> dict[str, float]:
     """``handoff_latency`` and ``handoff_per_token`` from the sheet's PP handoff cells (both 0
-    without PP, or on a sheet without them)."""
+    without PP, with ``pp_handoffs`` off (the roofline), or on a sheet without them)."""
     m = sheet.magnitude
-    if "pp_handoff_time" not in sheet.names or m("pp") <= 1:
+    if "pp_handoff_time" not in sheet.names or m("pp") <= 1 or not m("pp_handoffs"):
         return {}
     hops = m("pp") - 1
     return {"handoff_latency": hops * m("pp_handoff_latency", "s"),
