@@ -13,7 +13,8 @@ weights_bytes_per_step  bytes a step reads (the weights it touches), evaluated b
                         tokens: for an MoE the shared weights plus E × (1 − (1 − k/E)^T) of
                         each layer's experts (``experts_touched_fraction``), so 1 token reads
                         the active weights and thousands read every expert
-kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
+kv_bytes_per_token,     bytes read per KV token: ``c × kv_bytes_per_token × kv_replication``
+kv_replication          (TP ranks that hold the same KV head each read and write it)
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
 decode_attention_       when switched on: ÷ avg_context, the FLOPs per decoded token per
 flops_per_token         context token (all layers, their kinds and widths as the sheet has them)
@@ -78,7 +79,7 @@ class StepModel:
     """Per-step coefficients, in B, FLOP, s and tokens."""
 
     weight_bytes: float  # at the scenario's own step (its concurrency and chunk)
-    kv_bytes_per_token: float
+    kv_bytes_per_token: float  # every copy of a token's KV (× kv_replication)
     flops_per_token: float
     attention_flops: float  # decode: FLOPs per token per context token (0 when off)
     prefill_attention_flops: float  # prefill: FLOPs per causal token pair (0 when off)
@@ -112,7 +113,7 @@ class StepModel:
         exposed = m("tp_comm_exposed")
         return cls(
             weight_bytes=m("weights_bytes_per_step", "B"),
-            kv_bytes_per_token=m("kv_bytes_per_token", "B/token"),
+            kv_bytes_per_token=m("kv_bytes_per_token", "B/token") * m("kv_replication"),
             flops_per_token=m("flops_per_token", "FLOP/token"),
             attention_flops=m("decode_attention_flops_per_token", "FLOP/token")
             / m("avg_context", "token") if m("attention_flops") else 0.0,
