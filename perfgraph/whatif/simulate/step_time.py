@@ -8,11 +8,12 @@ context so far plus the chunk it writes). Its time is the sheet's decode-step ro
 ======================  ============================================================
 sheet cell              role in the step time
 ======================  ============================================================
-weights_bytes_per_step  bytes a step reads (the weights it touches), evaluated by the sheet's
-                        own formula over ``step_tokens`` = the step's decodes + prefill
+weights_bytes_per_step  bytes a microbatch reads (the weights it touches), evaluated by the
+                        sheet's own formula over ``step_tokens`` = the step's decodes + prefill
                         tokens: for an MoE the shared weights plus E × (1 − (1 − k/E)^T) of
-                        each layer's experts (``experts_touched_fraction``), so 1 token reads
-                        the active weights and thousands read every expert
+                        each layer's experts (``experts_touched_fraction``, T the tokens of
+                        one of the step's m microbatches), so 1 token reads the active
+                        weights and thousands read every expert
 kv_bytes_per_token,     bytes read per KV token: ``c × kv_bytes_per_token × kv_replication``
 kv_replication          (TP ranks that hold the same KV head each read and write it)
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
@@ -192,8 +193,9 @@ class StepModel:
         mb = max(1.0, min(self.microbatches, float(prompts)))
         stages = self.stages if mb == self.microbatches else (
             max(mb, pp) if self.steady else mb + pp - 1)
-        memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
-            pp * self.bandwidth)
+        # the table reads a step of T tokens as m microbatches of T / m; these fill mb
+        memory = (self.weights(prefill * self.microbatches / mb)
+                  + kv_tokens * self.kv_bytes_per_token / mb) / (pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
         return (stages * max(memory, compute) + self.overhead
