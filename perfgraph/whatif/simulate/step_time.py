@@ -71,7 +71,9 @@ from perfgraph.errors import InputError
 
 #: Step token counts the weight-bytes table covers (one sheet evaluation over them all); a
 #: larger step reads the last entry: every expert is touched long before (1 − (1 − k/E)^T
-#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog).
+#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog;
+#: under PP the sheet spreads a step's tokens over its m microbatches, so the last entry is
+#: every expert for m up to 12).
 WEIGHT_TABLE_TOKENS = 16_384
 
 
