@@ -39,6 +39,7 @@ LAMBDA = DATA / "lambda_vllm054_1xH100-80GB-SXM_prompt_10/Meta-Llama-3.1-8B-FP8_
 GPU_CONC = DATA / "gpu_conc_h100_pcie"
 AIPERF = DATA / "aiperf_b200_kimik2.5_tp4_conc12_agentic"
 IMAX = DATA / "inferencemax_llama70b_fp8"
+IMAX_TRT = DATA / "inferencemax_llama70b_fp8_trt"  # a TensorRT-LLM runner, apart from the vLLM rows
 SYN = DATA / "synthetic"
 BAD = DATA / "bad"
 
@@ -54,6 +55,7 @@ EXPECTED_FORMAT = {
     AIPERF / "profile_export_aiperf.csv": "aiperf-csv",
     IMAX / "1k1k/H100.json": "inferencemax",
     IMAX / "1k1k/H200.json": "inferencemax",
+    IMAX_TRT / "1k1k-70b/H200-TRT.json": "inferencemax",
     IMAX / "8k1k/H100.json": "inferencemax",
     SYN / "vllm_bench_serve_conc64.json": "vllm",
     SYN / "vllm_append_result.jsonl": "vllm",
@@ -161,6 +163,40 @@ def test_inferencemax_h200_and_overrides():
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(358.3077)
     assert run.model == "meta-llama/Llama-3.3-70B"
     assert not any("SXM" in n for n in run.notes)
+
+
+def test_inferencemax_runner_suffix_names_the_engine():
+    """'H200-TRT' is an H200 that ran TensorRT-LLM: the hardware is h200 and the engine
+    trtllm, with no --hardware asked for (the dashboard's TRT rows, first row by eye)."""
+    from perfgraph.measured.setup import Baseline, setup_run
+    from perfgraph.scenario.loading import ScenarioSpec
+
+    result = read_runs(IMAX_TRT / "1k1k-70b/H200-TRT.json")
+    assert len(result.runs) == 24 and not result.problems
+    run = _run(result, 0)
+    assert (run.hardware, run.engine, run.tp, run.concurrency) == ("H200", "trt", 1, 4)
+    assert run.spec_decoding is None
+    assert run.metrics["ttft"].value == pytest.approx(544.9439)
+    assert run.metrics["tpot"].value == pytest.approx(20.1242)
+    assert run.metrics["throughput_per_gpu"].value == pytest.approx(375.8126)
+    _note(run, "hardware 'H200-TRT' read as H200 running trt")
+    setup = setup_run(run, Baseline.from_spec(ScenarioSpec(model="llama-3.3-70b")))
+    assert (setup.hardware, setup.engine) == ("h200", "trtllm")
+
+
+@pytest.mark.parametrize(("name", "parts"), [
+    ("H200-TRT", ("H200", "trt", None)),
+    ("B200-TRT", ("B200", "trt", None)),
+    ("h200-sglang", ("h200", "sglang", None)),
+    ("b200-dynamo-trt-mtp", ("b200", "dynamo-trt", "mtp")),
+    ("mi355x_mori-sglang_mtp", ("mi355x", "mori-sglang", "mtp")),
+    ("H100", ("H100", None, None)),
+    ("H100-SXM", ("H100-SXM", None, None)),  # a part's name, not a framework
+])
+def test_inferencemax_runner_names(name, parts):
+    from perfgraph.measured.adapters.inferencemax import split_runner
+
+    assert split_runner(name) == parts
 
 
 def test_inferencemax_agg_seconds_become_ms():

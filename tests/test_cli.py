@@ -148,6 +148,10 @@ BAD_CASES = [
                                "n_kv_heads: a model file must give each of its inputs a value"]),
     ("bool-for-number.toml", ["bool-for-number.toml:3", "hbm_bandwidth",
                               "true/false is for on/off cells; this one is a number in TB/s"]),
+    ("sparse-without-experts.toml", ["models/sparse-without-experts.toml:8",
+                                     "n_active_params: is 10,000,000,000, not n_params = "
+                                     "70,000,000,000", "declares no routed experts",
+                                     "n_routed_experts, n_experts_per_tok"]),
 ]
 
 

@@ -250,3 +250,18 @@ def test_qwen3_next_kv_linear_state_and_weights_by_hand() -> None:
     assert mag(sc, "weights_bytes", "B") == n * 2
     step = ((n - routed) + distinct(512, 10, 8) * routed) * 2
     assert mag(sc, "weights_bytes_per_step", "B") == pytest.approx(step)
+
+
+def test_a_model_without_experts_reads_every_weight_in_decode_and_prefill() -> None:
+    """Fewer active parameters than parameters names no routing without experts: the file
+    is refused at load (tests/data/bad/sparse-without-experts.toml), and a sheet that gets
+    there by a formula pin still reads every weight in both phases, not n_active/n_params of
+    them in decode and all in prefill."""
+    with pytest.raises(PerfgraphError, match="declares no routed experts"):
+        scenario(("n_active_params", "1e10"), model="llama-3.1-70b")
+    sc = scenario(("n_active_params", "n_params / 7"), ("concurrency", 1),
+                  model="llama-3.1-70b", precision="bf16")
+    every = 70_553_706_496 * 2
+    assert mag(sc, "weights_bytes_per_step", "B") == every
+    assert mag(sc, "prefill_weights_bytes", "B") == every
+    assert mag(sc, "single_stream_weights_bytes", "B") == every

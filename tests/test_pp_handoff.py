@@ -1,8 +1,9 @@
 """The pipeline's stage-to-stage sends (``pp_handoff_time``, ``prefill_pp_handoff_time``):
 each TP rank sends its 1/tp slice of a microbatch's hidden states and residual to the next
 stage, over the NIC when the stages sit on different nodes; the sheet's decode step and
-prefill, and the simulator's steps, carry them. By hand for the A100 PP runs' deployment
-(Llama-3.3-70B BF16, TP4 × PP2 on two nodes, 25 GB/s HDR NIC per GPU)."""
+prefill, and the simulator's steps, carry them once ``pp_handoffs`` is on (a calibration
+turns it on; the pure roofline leaves it off, as every realistic term). By hand for the A100
+PP runs' deployment (Llama-3.3-70B BF16, TP4 × PP2 on two nodes, 25 GB/s HDR NIC per GPU)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate.step_time import StepModel
 
-SETS = ("tp=4", "pp=2", "microbatches=2", "pp_steady_state=true", "concurrency=64")
+SETS = ("tp=4", "pp=2", "microbatches=2", "pp_steady_state=true", "concurrency=64",
+        "pp_handoffs=true")
 
 
 def sheet(*extra: str):  # noqa: ANN201
@@ -93,3 +95,23 @@ def test_a_prompt_chunk_fills_one_microbatch_and_the_heaviest_sets_the_stage() -
     # the sheet's chunk step divides its prompt tokens the same way (chunk_microbatches)
     assert s.magnitude("chunk_microbatches") == 1  # the default 1k prompt, one a chunk step
     assert model.check(s) == []
+
+
+def test_the_pure_roofline_has_no_handoff() -> None:
+    """The hand-offs are a realistic term: off in the roofline, in the sheet and the
+    simulator alike, so the step is (m + p − 1) stage rooflines and nothing else."""
+    on = sheet("pp_across_nodes=true")
+    off = load(ScenarioSpec(model="llama-3.3-70b", hardware="a100-40gb", precision="bf16",
+                            sets=tuple(parse_set(s) for s in SETS[:-1]
+                                       + ("pp_across_nodes=true",)))).sheet
+    assert not off.magnitude("pp_handoffs")
+    assert off.magnitude("pp_handoff_time", "s") == 0
+    assert off.magnitude("prefill_pp_handoff_time", "s") == 0
+    assert on.magnitude("pp_handoff_time", "s") > 0
+    # steady state, m = p = 2: max(m, p) = 2 stage times of the roofline, no send
+    assert off.magnitude("decode_step_time", "s") == pytest.approx(
+        2 * max(off.magnitude("decode_memory_time", "s"),
+                off.magnitude("decode_compute_time", "s")), rel=1e-12)
+    model = StepModel.from_sheet(off)
+    assert model.handoff_latency == model.handoff_per_token == 0
+    assert model.check(off) == []

@@ -44,7 +44,8 @@ TARGETS = (
 )
 #: Structure the fit turns on (and the overlay keeps): cell → value.
 STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True,
-             "queueing": True, "replicated_activations": True, "prefill_chunk_steps": True}
+             "queueing": True, "replicated_activations": True, "prefill_chunk_steps": True,
+             "pp_handoffs": True}
 #: The metrics fitted (TTFT, TPOT, throughput); E2EL follows from them.
 FIT_METRICS = ("ttft", "tpot", "throughput")
 

@@ -151,6 +151,7 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
         _assign(decls, name, raw, Origin("--set"))
     _check_complete(decls, entries, file_entry)
     _check_ep(decls)
+    _check_active_params(decls)
     sheet = Sheet(decls.values())
     return Scenario(spec=spec, sheet=sheet, model=entries["model"],
                     hardware=entries["hardware"], workload=entries["workload"],
@@ -331,6 +332,29 @@ def _apply_group_precisions(decls: dict[str, Declaration], model: Entry) -> None
                                f"one of: {', '.join(known)}", **where)
         _assign(decls, WEIGHT_GROUPS[group], known[name.lower()]["weight_bytes"],
                 Origin(model.path, line))
+
+
+def _check_active_params(decls: dict[str, Declaration]) -> None:
+    """A model without routed experts runs every parameter for every token: n_active_params
+    below (or above) n_params there names no routing to read the weights by, so it is refused
+    rather than read one way in decode and another in prefill."""
+    if "n_routed_experts" not in decls:  # sheets without experts
+        return
+    active, total, experts = (decls[n] for n in ("n_active_params", "n_params",
+                                                  "n_routed_experts"))
+    if active.value is None or total.value is None or experts.value != 0 \
+            or active.value == total.value:
+        return
+    where, also = active.origin, total.origin
+    said = "" if also is None or where is None or also.file == where.file \
+        else f" (from {also.file})"
+    raise InputError(f"is {active.value:,.0f}, not n_params = {total.value:,.0f}{said}, but "
+                     "the model declares no routed experts (n_routed_experts = "
+                     "0), so nothing says which parameters a token skips; declare its experts "
+                     "(params_routed_experts, n_routed_experts, n_experts_per_tok) or set "
+                     "n_active_params equal to n_params",
+                     file=where.file if where else None, line=where.line if where else None,
+                     name="n_active_params")
 
 
 def _check_ep(decls: dict[str, Declaration]) -> None:

@@ -47,12 +47,39 @@ DEFINITIONS = {
 #: it out: (E2EL − TTFT) / TPOT + 1 gives a mean OSL of ~922 for "1k" (0.9 × 1024).
 RANGE_RATIO = 0.8
 _K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768}
+#: A runner named by its GPU and the framework it ran: "H200-TRT" and "B200-TRT" in the
+#: dashboard rows (the default vLLM build's runners are the bare "H200", "B200"); the
+#: InferenceX app's hardware keys add h200-sglang, b200-dynamo-trt, mi355x-mori-sglang,
+#: mi355x-atom, and "-mtp" for a run with MTP speculative decoding (its lib/constants.ts).
+_RUNNER = re.compile(r"^(?P<gpu>.+?)[-_ ](?P<engine>(?:dynamo-|mori-)?(?:trt|trtllm|sglang|"
+                     r"vllm|atom))(?:[-_ ](?P<mtp>mtp))?$", re.IGNORECASE)
+
+
+def split_runner(text) -> tuple[str | None, str | None, str | None]:
+    """(GPU, engine, speculative method) of a runner name: "H200-TRT" is an H200 running
+    TRT (TensorRT-LLM), "b200-sglang-mtp" a B200 running SGLang with MTP; a name without a
+    framework suffix is the GPU alone."""
+    name = gpu_name(text)
+    found = _RUNNER.match(name) if name else None
+    if found is None:
+        return name, None, None
+    return found["gpu"], found["engine"].lower(), "mtp" if found["mtp"] else None
+
+
+def spec_caveat(spec: str) -> str:
+    return (f"speculative decoding ({spec}): a step may emit several tokens, so TPOT sits "
+            "below one decode step")
 
 
 def runner_gpu(text, notes: list[str], suite: str = "InferenceMAX") -> str | None:
-    """The row's GPU name; a bare "H100" is the SXM part (the suite's H100 runners are SXM;
-    InferenceX is InferenceMAX renamed, on the same runners)."""
-    name = gpu_name(text)
+    """The row's GPU name, less the framework a runner name appends ("H200-TRT" is an H200);
+    a bare "H100" is the SXM part (the suite's H100 runners are SXM; InferenceX is
+    InferenceMAX renamed, on the same runners)."""
+    name, engine, spec = split_runner(text)
+    if engine is not None:
+        notes.append(f"hardware '{text}' read as {name} running {engine}"
+                     f"{' with ' + spec.upper() if spec else ''}: {suite} names a runner by "
+                     "its GPU and framework")
     if name is not None and name.lower() == "h100":
         notes.append(f"hardware '{text}' read as H100-SXM: {suite}'s H100 runners are SXM")
         return "H100-SXM"
@@ -104,9 +131,11 @@ class InferenceMaxRowsAdapter(Adapter):
                                        ("E2EL (s)", e2el_s)) if v <= 0)
             raise RunRefused(f"'{zero}' is 0: the run measured nothing")
         precision, framework = record.get("Precision"), record.get("Framework")
+        _, suffix, spec = split_runner(record["Hardware"])
+        framework = framework or suffix
         notes = [f"{framework or '?'} {precision or '?'}; TTFT/TPOT/E2EL are means over the run",
                  "TPUT per GPU is total (input+output) tokens/s ÷ TP"]
-        caveats: list[str] = []
+        caveats = [spec_caveat(spec)] if spec else []
         _queued(ttft, shared["lowest_ttft"].get(_group(record)), notes)
         isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
         isl_exp, osl_exp = (None if n is None else expected_mean(n) for n in (isl_cfg, osl_cfg))
@@ -118,8 +147,10 @@ class InferenceMaxRowsAdapter(Adapter):
             hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
             isl_configured=isl_cfg, osl_configured=osl_cfg, osl_implied=implied,
             isl_expected=isl_exp, osl_expected=osl_exp,
-            # the row's Framework as it says it ("VLLM"); measured/setup maps it to an engine
+            # the row's Framework as it says it ("VLLM", "TRT"), else its runner's suffix;
+            # measured/setup maps it to an engine
             engine=str(framework).strip().lower() if framework else None,
+            spec_decoding=spec,
         )
 
 
@@ -225,6 +256,7 @@ class InferenceMaxAggAdapter(Adapter):
             precision=str(precision) if precision else None,
             label_prefix=f"{record.get('framework', '')} {precision or ''}".strip(),
             hardware=runner_gpu(_required(record, "hw"), notes),
+            engine=split_runner(record["hw"])[1],  # a runner's framework suffix, if any
             tp=tp,
             concurrency=concurrency_of(_required(record, "conc"), "conc"),
             isl_configured=isl,

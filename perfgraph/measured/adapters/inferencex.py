@@ -32,7 +32,7 @@ from .base import (
     put,
     tp_of,
 )
-from .inferencemax import RANGE_RATIO, runner_gpu
+from .inferencemax import RANGE_RATIO, runner_gpu, spec_caveat
 from .inferencemax import expected_mean as _mean
 
 DEFINITIONS = {
@@ -86,8 +86,7 @@ class InferenceXRowsAdapter(Adapter):
             put(metrics, "power", "mean", power, "W", "mean board power per GPU over the run")
         spec = str(record.get("spec_method") or "none")
         if spec != "none":
-            caveats.append(f"speculative decoding ({spec}): a step may emit several tokens, so "
-                           "TPOT sits below one decode step")
+            caveats.append(spec_caveat(spec))
         isl, osl = (number(record, k) for k in ("isl", "osl"))
         caveats.append(
             f"ISL/OSL: random in [{RANGE_RATIO:g}, 1] × {fmt_num(isl)}/{fmt_num(osl)} "

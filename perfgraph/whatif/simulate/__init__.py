@@ -134,7 +134,9 @@ def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[
 def _pool(sheet: Sheet) -> BlockPool:
     m = sheet.magnitude
     bs = max(1, round(m("block_size", "token")))
-    total = math.floor(m("kv_memory", "B") / (bs * m("kv_bytes_per_token", "B/token")))
+    # a token's KV takes kv_replication copies (TP ranks holding the same KV head)
+    total = math.floor(m("kv_memory", "B") / (bs * m("kv_bytes_per_token", "B/token")
+                                             * m("kv_replication")))
     if total < 1:
         raise InputError("no KV memory is left after the weights (kv_memory = 0): the "
                          "model does not fit", name="kv_memory")

@@ -8,12 +8,14 @@ context so far plus the chunk it writes). Its time is the sheet's decode-step ro
 ======================  ============================================================
 sheet cell              role in the step time
 ======================  ============================================================
-weights_bytes_per_step  bytes a step reads (the weights it touches), evaluated by the sheet's
-                        own formula over ``step_tokens`` = the step's decodes + prefill
+weights_bytes_per_step  bytes a microbatch reads (the weights it touches), evaluated by the
+                        sheet's own formula over ``step_tokens`` = the step's decodes + prefill
                         tokens: for an MoE the shared weights plus E × (1 − (1 − k/E)^T) of
-                        each layer's experts (``experts_touched_fraction``), so 1 token reads
-                        the active weights and thousands read every expert
-kv_bytes_per_token      bytes read per KV token: ``c × kv_bytes_per_token``
+                        each layer's experts (``experts_touched_fraction``, T the tokens of
+                        one of the step's m microbatches), so 1 token reads the active
+                        weights and thousands read every expert
+kv_bytes_per_token,     bytes read per KV token: ``c × kv_bytes_per_token × kv_replication``
+kv_replication          (TP ranks that hold the same KV head each read and write it)
 flops_per_token         FLOPs per token computed: ``(d + p) × flops_per_token``
 decode_attention_       when switched on: ÷ avg_context, the FLOPs per decoded token per
 flops_per_token         context token (all layers, their kinds and widths as the sheet has them)
@@ -69,7 +71,9 @@ from perfgraph.errors import InputError
 
 #: Step token counts the weight-bytes table covers (one sheet evaluation over them all); a
 #: larger step reads the last entry: every expert is touched long before (1 − (1 − k/E)^T
-#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog).
+#: is within 1e-12 of 1 by T ≈ 1,300 for Kimi-K2's 8 of 384, the sparsest in the catalog;
+#: under PP the sheet spreads a step's tokens over its m microbatches, so the last entry is
+#: every expert for m up to 12).
 WEIGHT_TABLE_TOKENS = 16_384
 
 
@@ -78,7 +82,7 @@ class StepModel:
     """Per-step coefficients, in B, FLOP, s and tokens."""
 
     weight_bytes: float  # at the scenario's own step (its concurrency and chunk)
-    kv_bytes_per_token: float
+    kv_bytes_per_token: float  # every copy of a token's KV (× kv_replication)
     flops_per_token: float
     attention_flops: float  # decode: FLOPs per token per context token (0 when off)
     prefill_attention_flops: float  # prefill: FLOPs per causal token pair (0 when off)
@@ -112,7 +116,7 @@ class StepModel:
         exposed = m("tp_comm_exposed")
         return cls(
             weight_bytes=m("weights_bytes_per_step", "B"),
-            kv_bytes_per_token=m("kv_bytes_per_token", "B/token"),
+            kv_bytes_per_token=m("kv_bytes_per_token", "B/token") * m("kv_replication"),
             flops_per_token=m("flops_per_token", "FLOP/token"),
             attention_flops=m("decode_attention_flops_per_token", "FLOP/token")
             / m("avg_context", "token") if m("attention_flops") else 0.0,
@@ -191,8 +195,9 @@ class StepModel:
         mb = max(1.0, min(self.microbatches, float(prompts)))
         stages = self.stages if mb == self.microbatches else (
             max(mb, pp) if self.steady else mb + pp - 1)
-        memory = (self.weights(prefill) + kv_tokens * self.kv_bytes_per_token / mb) / (
-            pp * self.bandwidth)
+        # the table reads a step of T tokens as m microbatches of T / m; these fill mb
+        memory = (self.weights(prefill * self.microbatches / mb)
+                  + kv_tokens * self.kv_bytes_per_token / mb) / (pp * self.bandwidth)
         compute = (prefill * self.flops_per_token + attention * self.prefill_attention_flops) / (
             mb * pp * self.prefill_flops)
         return (stages * max(memory, compute) + self.overhead
@@ -257,9 +262,9 @@ def _chunk_steps(sheet: Sheet) -> tuple[float, float]:
 
 def _handoff(sheet: Sheet) -> dict[str, float]:
     """``handoff_latency`` and ``handoff_per_token`` from the sheet's PP handoff cells (both 0
-    without PP, or on a sheet without them)."""
+    without PP, with ``pp_handoffs`` off (the roofline), or on a sheet without them)."""
     m = sheet.magnitude
-    if "pp_handoff_time" not in sheet.names or m("pp") <= 1:
+    if "pp_handoff_time" not in sheet.names or m("pp") <= 1 or not m("pp_handoffs"):
         return {}
     hops = m("pp") - 1
     return {"handoff_latency": hops * m("pp_handoff_latency", "s"),
