@@ -248,14 +248,14 @@ def test_the_readmes_pictures_are_made_by_the_commands_it_gives() -> None:
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     for name in ("pareto.png", "concurrency.png"):
-        assert f"](docs/pictures/{name})" in readme
+        assert f"](perfgraph/output/assets/{name})" in readme
         assert (pictures.DEFAULT / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "python3 -m perfgraph.cli.pictures" in readme
     plan, pareto, across = pictures.COMMANDS
     flat = " ".join(readme.split())
     assert plan.split(" --out")[0] in flat
     for command in (pareto, across):
-        assert command.format(plans="plans.parquet", out="docs/pictures") in flat
+        assert command.format(plans="plans.parquet", out="perfgraph/output/assets") in flat
 
 
 def test_pareto_and_simulation_draw_what_plan_and_simulate_wrote(tmp_path) -> None:

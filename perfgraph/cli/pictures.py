@@ -1,7 +1,7 @@
 """``python3 -m perfgraph.cli.pictures [FOLDER]``: the README's pictures, made by the CLI.
 
 Runs the :data:`COMMANDS` below (``perfgraph …`` in a shell, relative to the checkout) with
-their files in ``docs/pictures/`` or FOLDER: the plan search behind the Pareto chart (its
+their files in ``perfgraph/output/assets/`` or FOLDER: the plan search behind the Pareto chart (its
 Parquet file left in a temporary folder), the Pareto chart, and the InferenceMAX runs over
 the model against concurrent users. The README lists the same commands.
 """
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT = ROOT / "docs" / "pictures"
+DEFAULT = ROOT / "perfgraph" / "output" / "assets"
 #: The commands, as the README gives them ({plans} and {out} are filled in).
 COMMANDS = (
     'perfgraph plan --slo ttft=1s --slo itl=50ms --rate "20 request/s" --search hardware=h200 '
