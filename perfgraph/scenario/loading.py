@@ -9,6 +9,8 @@ from, so an error in any layer names its file and line.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -358,16 +360,26 @@ def _check_active_params(decls: dict[str, Declaration]) -> None:
 
 
 def _check_ep(decls: dict[str, Declaration]) -> None:
-    """EP shards whole experts: ep must divide the routed expert count."""
+    """EP shards whole expert slots: ep must divide the routed experts and their redundant
+    copies (EPLB's n_redundant_experts), E + R."""
     if "ep" not in decls or "n_routed_experts" not in decls:  # sheets without EP
         return
     ep, experts = decls["ep"], decls["n_routed_experts"]
-    if ep.value is None or experts.value is None or experts.value == 0:
+    extra = decls.get("n_redundant_experts")
+    if ep.value is None or experts.value is None or experts.value == 0 or (
+            extra is not None and extra.value is None):
         return
-    if experts.value % ep.value:
+    redundant = extra.value if extra is not None else 0
+    slots = experts.value + redundant
+    if slots % ep.value:
         where = ep.origin
-        raise InputError(f"ep = {ep.value:g} does not divide the {experts.value:g} routed "
-                         f"experts (set in {experts.origin.file if experts.origin else '?'}); "
-                         "expected a divisor of "
-                         f"{experts.value:g}", file=where.file if where else None,
+        held = f"{experts.value:g} routed experts (set in " \
+            f"{experts.origin.file if experts.origin else '?'})"
+        if redundant:
+            held += f" and {redundant:g} redundant copies"
+        fits = ep.value * math.ceil(slots / ep.value) - experts.value
+        raise InputError(f"ep = {ep.value:g} does not divide the {held}: expected a divisor of "
+                         f"{slots:g}, or n_redundant_experts = {fits:g} to hold "
+                         f"{math.ceil(slots / ep.value):g} slots a GPU",
+                         file=where.file if where else None,
                          line=where.line if where else None, name="ep")
