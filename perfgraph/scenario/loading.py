@@ -10,7 +10,6 @@ from, so an error in any layer names its file and line.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
