@@ -134,7 +134,7 @@ BAD_CASES = [
     ("attribute.toml", ["attribute access"]),
     ("huge-power.toml", ["exponent"]),
     ("unknown-model.toml", ["unknown-model.toml:2", "unknown model 'llama-9-70b'",
-                            "known: deepseek-r1-0528, deepseek-v3"]),
+                            "known: deepseek-r1-0528, deepseek-v2.5, deepseek-v3"]),
     ("unknown-key.toml", ["unknown-key.toml:2", "did you mean 'model'"]),
     ("unknown-cell-value.toml", ["unknown-cell-value.toml:3", "no cell named 'concurency'"]),
     ("bad-cell-key.toml", ["bad-cell-key.toml:4", "did you mean 'formula'"]),
