@@ -67,12 +67,11 @@ def test_an_engine_files_realistic_table_is_checked(monkeypatch, table, said) ->
 
 
 def test_the_overhead_split_fits_only_what_the_models_tell_apart() -> None:
-    from perfgraph.measured.calibrate import _unidentified
+    from perfgraph.measured.targets import unidentified as _unidentified
 
-    class Group:  # what _unidentified reads of a group: its sheet's layer counts
-        def __init__(self, layers: float, moe: float) -> None:
-            self.sheet = type("S", (), {"magnitude": lambda _, c: {
-                "n_layers": layers, "n_moe_layers": moe}[c]})()
+    def Group(layers: float, moe: float):  # noqa: N802 - what unidentified reads of a sheet
+        return type("S", (), {"magnitude": lambda _, c: {
+            "n_layers": layers, "n_moe_layers": moe}[c]})()
 
     one = [Group(80, 0), Group(80, 0)]  # Llama-70B alone: only the sum is fixed
     held, notes = _unidentified(one, {})

@@ -39,7 +39,7 @@ from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
-from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target
+from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target, unidentified
 from perfgraph.measured.targets import documented as documented_targets
 from perfgraph.scenario.loading import load
 
@@ -103,7 +103,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     groups = _groups(base, fitted, leave_out_queued=True)
     engine, documented = documented_targets(fitted, base)
     by_engine = {c: v for c, v in documented.items() if c not in held_at}
-    unfixed, said = _unidentified(groups, {**documented, **held_at})
+    unfixed, said = unidentified([g.sheet for g in groups], {**documented, **held_at})
     fixed = {**unfixed, **documented, **held_at}
     free = tuple(t for t in chosen if t.cell not in fixed)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
@@ -133,36 +133,6 @@ def _chosen(targets: Sequence[str] | None) -> tuple[Target, ...]:
         raise InputError(f"targets {sorted(unknown) or list(targets or ())}: expected some "
                          f"of {', '.join(t.cell for t in TARGETS)}", name="targets")
     return chosen
-
-
-#: The step's fixed cost by where it comes from (achievable.toml): what it is proportional to
-#: in each model; a term fits only where the runs' models tell it from the others.
-SPLIT_OVERHEAD = (("layer_step_time", "n_layers"), ("moe_layer_step_time", "n_moe_layers"))
-
-
-def _unidentified(groups: Sequence[_Group], fixed: Mapping[str, float],
-                  ) -> tuple[dict[str, float], tuple[str, ...]]:
-    """The per-layer overhead terms the runs cannot tell apart from the per-step one, held at
-    0 (and why): ``step_host_time + n_layers × layer_step_time + n_moe_layers ×
-    moe_layer_step_time`` is fixed by runs of one model as a sum, so a term fits only when
-    the models' layer counts (with a 1 for the host's share) are independent of the terms
-    before it."""
-    models = sorted({tuple(g.sheet.magnitude(c) for _, c in SPLIT_OVERHEAD) for g in groups})
-    held: dict[str, float] = {}
-    notes: list[str] = []
-    columns = [np.ones(len(models))]
-    for i, (term, count) in enumerate(SPLIT_OVERHEAD):
-        column = np.array([m[i] for m in models], dtype=float)
-        if term in fixed:
-            continue
-        if np.linalg.matrix_rank(np.column_stack([*columns, column])) <= len(columns):
-            held[term] = 0.0
-            shown = ", ".join(f"{m[i]:g}" for m in models)
-            notes.append(f"{term}: held at 0: these runs' models do not tell its cost from the "
-                         f"step's other fixed costs ({count} {shown}); fitted as part of them")
-        else:
-            columns.append(column)
-    return held, tuple(notes)
 
 
 def _workloads(runs: Sequence[Comparison]) -> tuple[str, ...]:

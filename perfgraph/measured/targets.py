@@ -4,14 +4,17 @@ file documents instead of leaving it to the fit (its ``[realistic]`` table)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import engine_entry
 
 if TYPE_CHECKING:
+    from perfgraph.engine.sheet import Sheet
     from perfgraph.measured.compare import Comparison
     from perfgraph.measured.setup import Baseline
 
@@ -70,3 +73,33 @@ def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, 
             raise InputError(f"engines/{engine}.toml [realistic] {cell} = {value!r}: expected "
                              f"a number from {t.low:g} to {t.high:g} ({t.doc})", name=cell)
     return engine, {k: float(v) for k, v in table.items()}
+
+
+#: The step's fixed cost by where it comes from (achievable.toml): what it is proportional to
+#: in each model; a term fits only where the runs' models tell it from the others.
+SPLIT_OVERHEAD = (("layer_step_time", "n_layers"), ("moe_layer_step_time", "n_moe_layers"))
+
+
+def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
+                  ) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The per-layer overhead terms the runs cannot tell apart from the per-step one, held at
+    0 (and why): ``step_host_time + n_layers × layer_step_time + n_moe_layers ×
+    moe_layer_step_time`` is fixed by runs of one model as a sum, so a term fits only when
+    the models' layer counts (with a 1 for the host's share) are independent of the terms
+    before it."""
+    models = sorted({tuple(s.magnitude(c) for _, c in SPLIT_OVERHEAD) for s in sheets})
+    held: dict[str, float] = {}
+    notes: list[str] = []
+    columns = [np.ones(len(models))]
+    for i, (term, count) in enumerate(SPLIT_OVERHEAD):
+        column = np.array([m[i] for m in models], dtype=float)
+        if term in fixed:
+            continue
+        if np.linalg.matrix_rank(np.column_stack([*columns, column])) <= len(columns):
+            held[term] = 0.0
+            shown = ", ".join(f"{m[i]:g}" for m in models)
+            notes.append(f"{term}: held at 0: these runs' models do not tell its cost from the "
+                         f"step's other fixed costs ({count} {shown}); fitted as part of them")
+        else:
+            columns.append(column)
+    return held, tuple(notes)

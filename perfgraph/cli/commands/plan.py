@@ -91,15 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.slo:
         raise InputError("plan needs at least one --slo (ttft=1s, itl=50ms, e2e=30s)")
     spec = spec_from_args(args)
-    plain, percentile = pp.split_slos(args.slo)
-    if percentile and args.requests < 1:
-        raise InputError(f"--requests must be 1 or more, got {args.requests}")
-    texts = pp.analytic_texts(plain, percentile)
-    if not texts:
-        raise InputError("p50 SLOs alone bound no mean for the search: add a p90 or p99 "
-                         "SLO, or a plain one (ttft=1s)", name="--slo")
-    q = plan.question(spec, texts, args.rate, args.objective)
-    slos = pp.percentile_slos(percentile, load(spec).sheet)
+    q, slos = _question(spec, args)
     result = plan.run(spec, q, args.search, args.prices, args.jobs)
     held = _held(result, slos, args) if slos and result.feasible else None
     if held is not None and held.chosen is None:
@@ -134,6 +126,21 @@ def run(args: argparse.Namespace) -> int:
     if args.launch is not None:
         print(launch.command(args.launch or str(best.engine), load(best), _pools(ans)))
     return 0
+
+
+def _question(spec: ScenarioSpec, args: argparse.Namespace,
+              ) -> tuple[plan.Question, tuple[pp.PercentileSlo, ...]]:
+    """The analytic question (each percentile SLO bounding its mean) and the percentile SLOs
+    the simulations hold."""
+    plain, percentile = pp.split_slos(args.slo)
+    if percentile and args.requests < 1:
+        raise InputError(f"--requests must be 1 or more, got {args.requests}")
+    texts = pp.analytic_texts(plain, percentile)
+    if not texts:
+        raise InputError("p50 SLOs alone bound no mean for the search: add a p90 or p99 "
+                         "SLO, or a plain one (ttft=1s)", name="--slo")
+    q = plan.question(spec, texts, args.rate, args.objective)
+    return q, pp.percentile_slos(percentile, load(spec).sheet)
 
 
 def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
