@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+from collections.abc import Iterable
 
+from perfgraph.errors import InputError
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, parse_set
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -31,9 +35,41 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
                             "the shipped profile for the hardware and engine")
 
 
+#: What ``--force`` means, the same in every command that has it.
+FORCE_HELP = ("let --out replace a file perfgraph otherwise keeps: one this command read, or "
+              "an entry of the catalog (models/, hardware/, workloads/)")
+
+
 def add_force_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true",
-                        help="let --out replace a file this command read")
+    parser.add_argument("--force", action="store_true", help=FORCE_HELP)
+
+
+def distinct_outputs(outputs: Iterable[tuple[str, str | None]],
+                     inputs: Iterable[tuple[str, str | None]], *, force: bool = False) -> None:
+    """Refuse, before any work, two outputs that name one file, or an output that names an
+    input (unless ``force``); paths are compared resolved, so ``./x`` and a symlink to ``x``
+    are ``x``. A device or FIFO (``/dev/null``, ``/dev/stdout``) may be named by any."""
+    read = {os.path.realpath(path): flag for flag, path in inputs
+            if path and _regular_or_absent(path)}
+    written: dict[str, str] = {}
+    for flag, path in outputs:
+        if not path or not _regular_or_absent(path):
+            continue
+        key = os.path.realpath(path)
+        if key in written:
+            raise InputError(f"{path} is also the {written[key]} file: give each its own file",
+                             name=flag)
+        if key in read and not force:
+            raise InputError(f"{path} is also the {read[key]} file this command reads; give "
+                             "another file, or --force to replace it", name=flag)
+        written[key] = flag
+
+
+def _regular_or_absent(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return True
 
 
 def add_format_option(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS,
