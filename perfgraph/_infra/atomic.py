@@ -8,8 +8,9 @@ signal handler, and is tried again, with those signals held off, if one still ge
 
 Only a regular file is ever replaced (a symlink's target is written, a device or FIFO is
 written through, anything else refused); a file the running command read, or an entry of
-the catalog (:data:`INPUTS`), is not written over unless ``--force``; and a temporary is named ``.NAME.PID-XXXX.tmp`` so
-that the next write of NAME removes one whose process is gone (``kill -9``).
+the catalog (:data:`INPUTS`), is not written over unless ``--force``; and a temporary is
+named ``.NAME.PID-XXXX.tmp`` so that the next write of NAME removes one whose process is
+gone (``kill -9``).
 """
 
 from __future__ import annotations

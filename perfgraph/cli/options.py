@@ -65,6 +65,33 @@ def distinct_outputs(outputs: Iterable[tuple[str, str | None]],
         written[key] = flag
 
 
+#: Help for ``--measured`` where a positional scenario may follow it.
+MEASURED_HELP = ("measured benchmark results (.json, .jsonl, .csv files or folders, as for "
+                 "'perfgraph compare'); a scenario .toml after them is still the scenario")
+
+
+def scenario_after_measured(args: argparse.Namespace, positional: str = "scenario",
+                            source: str = "measured") -> None:
+    """Give to ``positional`` a scenario .toml that the list of measured runs ``source``
+    took in (``tui --measured runs/ s.toml``, ``compare run.json s.toml``): a measured run
+    is never a TOML file. A second scenario is refused, naming both."""
+    runs = getattr(args, source)
+    tomls = [m for m in runs if m.lower().endswith(".toml")]
+    if not tomls:
+        return
+    setattr(args, source, [m for m in runs if m not in tomls])
+    current = getattr(args, positional)
+    if isinstance(current, list):
+        current.extend(tomls)
+        return
+    if current is not None or len(tomls) > 1:
+        given = [*([current] if current else []), *tomls]
+        raise InputError(f"one scenario file at most, got {', '.join(given)} (measured runs "
+                         "are .json, .jsonl, .csv or folders)",
+                         name="--measured" if source == "measured" else None)
+    setattr(args, positional, tomls[0])
+
+
 def _regular_or_absent(path: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)

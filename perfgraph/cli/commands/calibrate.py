@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 
 from perfgraph._infra.atomic import write_text_atomic
-from perfgraph.cli.commands.compare import add_run_options, one_line
+from perfgraph.cli.commands.compare import add_run_options, check_runs, one_line
 from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
@@ -17,6 +18,7 @@ from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.compare import problem_lines
+from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = Path(args.out).parent
-    if not folder.is_dir():  # before minutes of fitting, not after
-        raise InputError(f"cannot write {args.out}: no such folder {folder}", file=args.out)
+    check_runs(args, "--holdout")
+    _check_out(args.out)  # before minutes of fitting, not after
     base = Baseline.from_spec(spec_from_args(args))
     fitted, held = read_measured(args.runs), read_measured(args.holdout)
+    for flag, found in (("RUN", fitted), ("--holdout", held)):
+        if not found.runs and (flag == "RUN" or args.holdout):
+            raise InputError(f"no run in {', '.join(args.runs if flag == 'RUN' else args.holdout)}"
+                             f": {'; '.join(one_line(x) for x in problem_lines(found))}",
+                             name=None if flag == "RUN" else flag)
     fit = calibrate(fitted.runs, base, holdout=held.runs)
     write_text_atomic(args.out, overlay_text(fit, _use(args)))
     report = _json(fit, args.out) if args.format == "json" else _table(fit, args.out)
@@ -54,6 +60,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
     _not_compared(fitted, fit, held, base)
     return 0
+
+
+def _check_out(out: str) -> None:
+    """A folder that is there, and not a catalog folder: a calibration listed among the
+    hardware (or models, workloads) would be read as one."""
+    folder = Path(out).parent
+    if not folder.is_dir():
+        raise InputError(f"cannot write {out}: no such folder {folder}", file=out)
+    real = os.path.realpath(folder)
+    for kind in KINDS:
+        if real == os.path.realpath(catalog_dir(kind)):
+            raise InputError(f"{folder} is the {kind} catalog: a calibration written there "
+                             "would be listed as a catalog entry; write it elsewhere (e.g. "
+                             "calibrations/) and pass it with --calibration", name="--out")
 
 
 def _use(args: argparse.Namespace) -> str:
