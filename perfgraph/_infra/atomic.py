@@ -145,6 +145,9 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
     path = Path(path)
     if not path.name:
         raise InputError("cannot write to an empty path", file=str(path))
+    if _stream(path):  # /dev/null, a named pipe, /dev/stdout (a link to a pipe or tty)
+        _write_through(path, path, write)
+        return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     if not replacing_input:
         INPUTS.check(target)
@@ -155,9 +158,6 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", file=str(path)) from None
     if mode is not None and not stat.S_ISREG(mode):
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-            _write_through(path, target, write)
-            return
         what = "a folder" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) \
             else "not a regular file"
         raise InputError(f"cannot write: it is {what}", file=str(path))
@@ -166,6 +166,17 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
         raise InputError(f"cannot write: no such folder {folder}", file=str(path))
     remove_stale(target)
     _replace(path, target, folder, write, mode)
+
+
+def _stream(path: Path) -> bool:
+    """Whether ``path`` (its links followed, as ``open`` follows them: ``/dev/stdout`` names
+    ``/proc/self/fd/1``, whose target ``pipe:[…]`` is no path) is a character device or a
+    FIFO, written through rather than replaced."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _replace(path: Path, target: Path, folder: Path, write: Callable[[Path], None],

@@ -8,7 +8,16 @@ import stat
 from collections.abc import Iterable
 
 from perfgraph.errors import InputError
-from perfgraph.scenario.loading import Scenario, ScenarioSpec, load, parse_set
+from perfgraph.scenario.loading import (
+    DEFAULT_ENGINE,
+    DEFAULTS,
+    Scenario,
+    ScenarioSpec,
+    engine_names,
+    load,
+    parse_set,
+    precisions,
+)
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -21,10 +30,12 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
     group.add_argument("--model", "-m", help="model catalog name or TOML path")
     group.add_argument("--hardware", "-H", help="hardware catalog name or TOML path")
     group.add_argument("--workload", "-w", help="workload catalog name or TOML path")
-    group.add_argument("--precision", "-p", help="bf16, fp8, int8 or fp4")
+    group.add_argument("--precision", "-p",
+                       help=f"{_listed(list(precisions().data))} (default: {DEFAULTS['precision']};"
+                            " the hardware's table must have it)")
     group.add_argument("--engine", "-e",
                        help="serving engine whose memory rule and scheduling defaults apply: "
-                            "vllm (default), sglang or trtllm")
+                            f"{_listed(engine_names())} (default: {DEFAULT_ENGINE})")
     group.add_argument("--set", "-s", dest="sets", action="append", default=[],
                        metavar="NAME=VALUE",
                        help="set an input or pin any cell to a value ('4.8 TB/s') or a "
@@ -38,6 +49,11 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, positional: bool = 
 #: What ``--force`` means, the same in every command that has it.
 FORCE_HELP = ("let --out replace a file perfgraph otherwise keeps: one this command read, or "
               "an entry of the catalog (models/, hardware/, workloads/)")
+
+
+def _listed(names: list[str]) -> str:
+    """``a, b or c``: the names a catalog has, as help lists them."""
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def add_force_option(parser: argparse.ArgumentParser) -> None:
