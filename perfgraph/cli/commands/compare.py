@@ -17,6 +17,7 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.compare import reference as held_against
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.compare import (
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
         write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))
     else:
-        reference = base.reference
+        reference = held_against(comparisons, base)
         text = {"table": lambda: as_table(comparisons, measured, args.notes, reference),
                 "markdown": lambda: as_markdown(comparisons, measured, reference),
                 "json": lambda: as_json(comparisons, measured)}[args.format]()
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         for line in problem_lines(measured):
             print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
     if args.out:
-        summary = summary_lines(comparisons, measured, base.reference)
+        summary = summary_lines(comparisons, measured, held_against(comparisons, base))
         print(f"perfgraph: wrote {args.out}: {summary[0]}", file=sys.stderr)
     if nothing:
         print("perfgraph: error: no run could be compared", file=sys.stderr)
