@@ -26,7 +26,13 @@ import numpy as np
 from perfgraph._infra.tomlfile import TomlDoc, read
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
-from perfgraph.errors import InputError, PerfgraphError, UnknownNameError, raise_all
+from perfgraph.errors import (
+    DeclarationError,
+    InputError,
+    PerfgraphError,
+    UnknownNameError,
+    raise_all,
+)
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
@@ -137,9 +143,12 @@ def prices(path: str | None = None) -> dict[str, float]:
     known = catalog_names("hardware")
     for file in (PRICES_FILE, *(() if path is None else (Path(path),))):
         doc = read(file)
-        problems = [doc.error(f"unknown table{_near(key, ['prices'])}; a prices file has "
-                              "[prices.HARDWARE] tables", key)
-                    for key in doc.data if key != "prices"]
+        problems: list[PerfgraphError] = [
+            DeclarationError(f"unknown table{_near(key, ['prices'])}; a prices file has "
+                             "[prices.HARDWARE] tables", file=doc.path, name=key,
+                             line=min((n for k, n in doc.lines.items() if k[0] == key),
+                                      default=None))
+            for key in doc.data if key != "prices"]
         table = doc.data.get("prices", {})
         if not isinstance(table, dict):
             raise doc.error("[prices] must be a table of hardware names", "prices")
