@@ -343,3 +343,12 @@ def test_compare_auto_with_no_profile_is_held_against_the_roofline(
     assert not any(n.startswith("calibrated by") for n in notes)
     h100 = read_measured([str(GOOD_RUN)]).runs
     assert reference(compare_runs(h100, base, levers=False), base) == "calibrated model"
+
+
+def test_calibrate_with_a_holdout_that_cannot_be_compared_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a100 = DATA / "measured" / "a100_vllm_llama33_70b"  # FP8, the default, is not on A100
+    out = tmp_path / "c.toml"
+    line = refused(capsys, "calibrate", GOOD_RUN, "--holdout", a100, "--out", out)
+    assert f"--holdout: no run of {a100} could be compared" in line
+    assert not out.exists()

@@ -15,6 +15,7 @@ from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
 from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.compare import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.compare import problem_lines
@@ -47,11 +48,12 @@ def run(args: argparse.Namespace) -> int:
     _check_out(args.out)  # before minutes of fitting, not after
     base = Baseline.from_spec(spec_from_args(args))
     fitted, held = read_measured(args.runs), read_measured(args.holdout)
-    for flag, found in (("RUN", fitted), ("--holdout", held)):
-        if not found.runs and (flag == "RUN" or args.holdout):
-            raise InputError(f"no run in {', '.join(args.runs if flag == 'RUN' else args.holdout)}"
-                             f": {'; '.join(one_line(x) for x in problem_lines(found))}",
-                             name=None if flag == "RUN" else flag)
+    _some_runs(args.runs, fitted, None)
+    _some_runs(args.holdout, held, "--holdout")
+    if held.runs and all(c.error for c in compare_runs(held.runs, base, levers=False)):
+        raise InputError(f"no run of {', '.join(args.holdout)} could be compared with the "
+                         "model, so there is no held-out error to report (run 'perfgraph "
+                         "compare' on them to see why)", name="--holdout")
     fit = calibrate(fitted.runs, base, holdout=held.runs)
     write_text_atomic(args.out, overlay_text(fit, _use(args)))
     report = _json(fit, args.out) if args.format == "json" else _table(fit, args.out)
@@ -60,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
     _not_compared(fitted, fit, held, base)
     return 0
+
+
+def _some_runs(paths: list[str], found: Measured, flag: str | None) -> None:
+    """Refuse files given that hold no run the reader accepts, with the reader's reasons."""
+    if paths and not found.runs:
+        why = "; ".join(one_line(line) for line in problem_lines(found))
+        raise InputError(f"no run in {', '.join(paths)}: {why}", name=flag)
 
 
 def _check_out(out: str) -> None:
