@@ -303,6 +303,7 @@ def test_compare_and_calibrate_take_the_scenario_among_the_runs_too(
     assert args.scenario == "s.toml"
     line = refused(capsys, "compare", GOOD_RUN, "a.toml", "--scenario", "b.toml")
     assert "one scenario file at most, got b.toml, a.toml" in line
+    assert "a.toml: no measured run given" in refused(capsys, "compare", "a.toml")
 
 
 def test_explain_format_table_is_what_text_was(capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,6 +49,9 @@ def check_runs(args: argparse.Namespace, *flags: str) -> None:
     path given (``RUN…`` and ``flags``' lists) must be a file or a folder, else the one
     message naming it."""
     scenario_after_measured(args, "scenario", source="runs")
+    if not args.runs:
+        raise InputError("no measured run given, only the scenario: name the runs' files "
+                         "or folders", file=args.scenario)
     for flag, paths in (("RUN", args.runs), *((f, getattr(args, f[2:])) for f in flags)):
         if flag != "RUN" and not paths:
             continue
