@@ -107,7 +107,8 @@ class Inputs:
         self._read.setdefault((info.st_dev, info.st_ino), str(path))
 
     def check(self, path: Path) -> None:
-        """InputError when writing ``path`` would replace a file this command read."""
+        """InputError when writing ``path`` would replace a file this command read, or an
+        entry of a catalog folder."""
         if not self.armed or self.force:
             return
         try:
