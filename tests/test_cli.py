@@ -202,8 +202,11 @@ def test_the_installed_command_exits_nonzero_without_a_traceback(tmp_path: Path)
     assert not Path("/tmp/perfgraph-pwned").exists()
 
 
-def test_import_model_writes_a_catalog_file(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_model_writes_a_catalog_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # --force means one thing in every command: replace a file perfgraph keeps (one the
+    # command read, or a catalog entry); here tmp_path stands for the models catalog
+    monkeypatch.setattr("perfgraph.cli.main._catalog_folders", lambda: (tmp_path,))
     out = tmp_path / "my-8b.toml"
     code, _, _ = run(capsys, "import-model", str(DATA / "configs" / "llama-3.1-8b.json"),
                      "--slug", "my-8b", "--out", str(out))
@@ -214,7 +217,10 @@ def test_import_model_writes_a_catalog_file(tmp_path: Path,
     assert q["n_params"]["value"] == 8_030_261_248
     code, _, err = run(capsys, "import-model", str(DATA / "configs" / "llama-3.1-8b.json"),
                        "--out", str(out))
-    assert code == 2 and "--force" in err
+    assert code == 2 and "--force" in err and "catalog" in err
+    code, _, _ = run(capsys, "import-model", str(DATA / "configs" / "llama-3.1-8b.json"),
+                     "--out", str(out), "--force")
+    assert code == 0
     bad = tmp_path / "bad.json"
     bad.write_text('{"hidden_size": 4096,')
     code, _, err = run(capsys, "import-model", str(bad))

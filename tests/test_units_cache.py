@@ -74,3 +74,40 @@ def test_a_unit_from_the_table_is_the_unit_from_pint() -> None:
     table = units.unit("TB/s")
     assert (factor, dims) == (table.factor, table.dims)
     assert factor == 8e12  # bits are the canonical unit of information
+
+
+def test_a_tampered_unit_table_is_not_read_and_is_rebuilt(cache_at, tmp_path) -> None:
+    """An entry edited in the cache (ms made a second: every ITL 1000× too long) fails the
+    table's checksum: the table starts empty, Pint answers, and the next save writes a
+    good one."""
+    import json
+
+    from perfgraph.engine.units.table import Table
+
+    cache_at(tmp_path / "cache")
+    first = Table()
+    first.units["ms"] = [0.001, [["[time]", 1.0]]]
+    first.changed = True
+    first.save()
+    assert first.path is not None and Table().units["ms"][0] == 0.001  # a good one is read
+    data = json.loads(first.path.read_text(encoding="utf-8"))
+    data["units"]["ms"][0] = 1.0
+    first.path.write_text(json.dumps(data), encoding="utf-8")
+    tampered = Table()
+    assert tampered.units == {} and tampered.changed
+    tampered.units["ms"] = list(units.Unit._ask_pint("ms", "ms"))
+    tampered.units["ms"][1] = [list(item) for item in tampered.units["ms"][1].items]
+    tampered.save()
+    assert Table().units["ms"][0] == pytest.approx(0.001)
+
+
+def test_a_tampered_definitions_file_is_written_again(cache_at, tmp_path) -> None:
+    cache_at(tmp_path / "cache")
+    text = units._definitions()
+    assert units._cached_registry(text) is not None
+    (path,) = (tmp_path / "cache").glob("units-*.txt")
+    path.write_text(text.replace("\nminute = 60 * second", "\nminute = 1 * second"),
+                    encoding="utf-8")
+    registry = units._cached_registry(text)
+    assert path.read_text(encoding="utf-8") == text
+    assert registry is not None and registry.Quantity("1 minute").to("s").magnitude == 60

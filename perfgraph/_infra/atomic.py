@@ -7,9 +7,10 @@ KeyboardInterrupt, then Python's): the removal comes before any Python code can 
 signal handler, and is tried again, with those signals held off, if one still gets in.
 
 Only a regular file is ever replaced (a symlink's target is written, a device or FIFO is
-written through, anything else refused); a file the running command read (:data:`INPUTS`)
-is not written over unless ``--force``; and a temporary is named ``.NAME.PID-XXXX.tmp`` so
-that the next write of NAME removes one whose process is gone (``kill -9``).
+written through, anything else refused); a file the running command read, or an entry of
+the catalog (:data:`INPUTS`), is not written over unless ``--force``; and a temporary is
+named ``.NAME.PID-XXXX.tmp`` so that the next write of NAME removes one whose process is
+gone (``kill -9``).
 """
 
 from __future__ import annotations
@@ -70,25 +71,30 @@ HELD = frozenset(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTE
 
 
 class Inputs:
-    """The files the running command read, so that its ``--out`` never writes over one.
+    """The files ``--out`` must not replace: those the running command read, and the
+    entries already in the catalog folders (``models/``, ``hardware/``, ``workloads/``).
 
-    ``perfgraph.cli.main`` arms it for each command (``--force`` allows the overwrite); readers
-    call :meth:`note`. Files are known by device and inode, so a second name (a symlink,
-    ``./s.toml``) of the same file is the same file. Unarmed, nothing is refused.
+    ``perfgraph.cli.main`` arms it for each command with the catalog folders; ``--force``,
+    the one thing it means in every command, allows the overwrite. Readers call :meth:`note`.
+    Files are known by device and inode, so a second name (a symlink, ``./s.toml``) of the
+    same file is the same file. Unarmed, nothing is refused.
     """
 
     def __init__(self) -> None:
         self.armed = False
         self.force = False
         self._read: dict[tuple[int, int], str] = {}
+        self._kept: tuple[str, ...] = ()
 
-    def arm(self, *, force: bool = False) -> None:
+    def arm(self, *, force: bool = False, kept: tuple[str | Path, ...] = ()) -> None:
         self.armed, self.force = True, force
         self._read.clear()
+        self._kept = tuple(os.path.realpath(k) for k in kept)
 
     def disarm(self) -> None:
         self.armed, self.force = False, False
         self._read.clear()
+        self._kept = ()
 
     def note(self, path: str | Path) -> None:
         """``path`` was read (a file that cannot be stat'ed is not noted)."""
@@ -101,8 +107,9 @@ class Inputs:
         self._read.setdefault((info.st_dev, info.st_ino), str(path))
 
     def check(self, path: Path) -> None:
-        """InputError when writing ``path`` would replace a file this command read."""
-        if not self.armed or self.force or not self._read:
+        """InputError when writing ``path`` would replace a file this command read, or an
+        entry of a catalog folder."""
+        if not self.armed or self.force:
             return
         try:
             info = os.stat(path)
@@ -112,6 +119,10 @@ class Inputs:
         if read is not None:
             raise InputError(f"refusing to write over {read}, which this command read; "
                              "give another --out, or --force to replace it", file=str(path))
+        if stat.S_ISREG(info.st_mode) and \
+                os.path.dirname(os.path.realpath(path)) in self._kept:
+            raise InputError("refusing to replace an entry of the catalog; give another "
+                             "--out, or --force to replace it", file=str(path))
 
 
 #: The files the running command read (a process runs one command at a time).
@@ -135,6 +146,9 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
     path = Path(path)
     if not path.name:
         raise InputError("cannot write to an empty path", file=str(path))
+    if _stream(path):  # /dev/null, a named pipe, /dev/stdout (a link to a pipe or tty)
+        _write_through(path, path, write)
+        return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     if not replacing_input:
         INPUTS.check(target)
@@ -145,9 +159,6 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", file=str(path)) from None
     if mode is not None and not stat.S_ISREG(mode):
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-            _write_through(path, target, write)
-            return
         what = "a folder" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) \
             else "not a regular file"
         raise InputError(f"cannot write: it is {what}", file=str(path))
@@ -156,6 +167,17 @@ def write_atomic(path: str | Path, write: Callable[[Path], None], *,
         raise InputError(f"cannot write: no such folder {folder}", file=str(path))
     remove_stale(target)
     _replace(path, target, folder, write, mode)
+
+
+def _stream(path: Path) -> bool:
+    """Whether ``path`` (its links followed, as ``open`` follows them: ``/dev/stdout`` names
+    ``/proc/self/fd/1``, whose target ``pipe:[…]`` is no path) is a character device or a
+    FIFO, written through rather than replaced."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _replace(path: Path, target: Path, folder: Path, write: Callable[[Path], None],

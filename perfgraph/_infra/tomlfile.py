@@ -18,6 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from perfgraph._infra.atomic import INPUTS
+from perfgraph._infra.inputfile import file_problem
 from perfgraph.errors import DeclarationError, PerfgraphError, TomlSyntaxError
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
@@ -52,10 +53,15 @@ class TomlDoc:
 
 
 def read(path: str | Path) -> TomlDoc:
-    """Parse ``path``; a syntax error becomes TomlSyntaxError with file:line:col."""
+    """Parse ``path`` (UTF-8, with or without a byte order mark); a syntax error becomes
+    TomlSyntaxError with file:line:col, a path that is not a regular file a
+    DeclarationError saying what it is."""
     path = Path(path)
+    problem = file_problem(path, "TOML")
+    if problem is not None:
+        raise DeclarationError(problem, file=str(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not TOML
     except OSError as exc:
         raise DeclarationError(f"cannot read file: {exc.strerror}", file=str(path)) from None
     except UnicodeDecodeError:

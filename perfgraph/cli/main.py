@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from perfgraph._infra.atomic import INPUTS, INTERRUPTS
 from perfgraph.errors import PerfgraphError
@@ -225,6 +226,13 @@ def _signal_number(exc: KeyboardInterrupt) -> int:
     return int(getattr(exc, "signum", None) or INTERRUPTS.received or signal.SIGINT)
 
 
+def _catalog_folders() -> tuple[Path, ...]:
+    """The folders whose entries ``--out`` replaces only with ``--force``."""
+    from perfgraph.scenario.catalog import KINDS, catalog_dir
+
+    return tuple(catalog_dir(kind) for kind in KINDS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     guard, sigint = SignalGuard(), None
@@ -234,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         guard.start()
         args = build_parser(_command(argv)).parse_args(argv)
-        INPUTS.arm(force=bool(getattr(args, "force", False)))
+        INPUTS.arm(force=bool(getattr(args, "force", False)), kept=_catalog_folders())
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # now, not at exit, where a failure is a traceback
         return status

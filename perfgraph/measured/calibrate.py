@@ -93,11 +93,13 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     ``base``."""
     chosen = _chosen(targets)
     held_at, held_base = dict(fixed or {}), held_base or base
-    fitted = [c for c in compare_runs(runs, base, levers=False) if c.error is None]
+    compared = compare_runs(runs, base, levers=False)
+    fitted = [c for c in compared if c.error is None]
     held = [c for c in compare_runs(holdout, held_base, levers=False) if c.error is None]
     if not fitted:
+        why = "; ".join(f"{c.run.source} #{c.run.index}: {c.error}" for c in compared[:3])
         raise InputError("no run to fit: none of the given runs could be compared with the "
-                         "model (run 'perfgraph compare' on them to see why)")
+                         f"model ({why or 'no runs given'}{'; …' if len(compared) > 3 else ''})")
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
     groups = _groups(base, fitted, leave_out_queued=True)

@@ -43,7 +43,7 @@ from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
 from perfgraph.measured.setup import CAPACITY, CONFIG_CELLS, Baseline, Setup, setup_run
-from perfgraph.scenario.loading import load
+from perfgraph.scenario.loading import ScenarioSpec, load
 
 #: MFU and MBU of a run from its measured numbers (``throughput`` and ``itl`` are then the
 #: measured output tokens/s and TPOT). Seed: llm-inference-performance § Measuring.
@@ -148,6 +148,22 @@ def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:
     return Comparison(run, setup, (), None, None, None, None, (), error=why)
 
 
+def _roofline_only(setup: Setup, spec: ScenarioSpec) -> Setup:
+    """The notes of a run ``--calibration auto`` found no shipped profile for: the roofline
+    alone, and no word of a calibrated model."""
+    notes = [n for n in setup.notes if not n.startswith("calibrated by ")]
+    notes.append(f"--calibration {spec.calibration}: no shipped profile for {setup.hardware} "
+                 f"with {spec.engine or 'the default engine'}; the roofline only")
+    return dataclasses.replace(setup, notes=tuple(notes))
+
+
+def reference(comparisons: Sequence[Comparison], base: Baseline) -> str:
+    """What the runs were held against: the calibrated model where at least one run got a
+    calibrated prediction, else the roofline (``--calibration auto`` with no profile)."""
+    predicted = any(m.predicted is not None for c in comparisons for m in c.metrics)
+    return base.reference if predicted else "roofline"
+
+
 def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: Baseline,
                    levers: bool) -> list[Comparison]:
     try:
@@ -157,6 +173,9 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     except PerfgraphError as exc:
         return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
             runs, setups, strict=True)]
+    if scenario is not None and scenario.calibration is None:  # auto, and no profile fits
+        scenario = None
+        setups = [_roofline_only(s, spec) for s in setups]
     calibrated = scenario.sheet if scenario is not None else None
     if scenario is not None:  # which profile predicts these runs (auto picks per hardware)
         setups = [dataclasses.replace(s, notes=(*s.notes, f"predicted by {scenario.prediction}"))

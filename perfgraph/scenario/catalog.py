@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgraph._infra import tomlfile
+from perfgraph._infra.inputfile import file_problem
 from perfgraph._infra.tomlfile import TomlDoc
 from perfgraph.engine.declarations import Declaration, Origin
 from perfgraph.engine.formula import parse
@@ -56,8 +57,9 @@ def resolve(kind: str, name: str) -> Path:
     """A catalog slug (``h100-sxm``) or a path to a TOML file → the file's path."""
     if name.endswith(".toml") or "/" in name or "\\" in name:
         path = Path(name)
-        if not path.is_file():
-            raise CatalogError(f"no such {kind} file: {name}", name=name)
+        problem = file_problem(path, kind)
+        if problem is not None:
+            raise CatalogError(problem, name=name)
         return path
     path = catalog_dir(kind) / f"{name}.toml"
     if not path.is_file():

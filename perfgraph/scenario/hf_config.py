@@ -47,6 +47,12 @@ def text_config(config: Any) -> dict:
     return {**FAMILY_DEFAULTS.get(str(c.get("model_type", "")).lower(), {}), **c}
 
 
+#: The largest size or count a field may hold: a thousand times the largest in any real
+#: config (vocabularies of ~10^6, context lengths of ~10^7). Past it the parameter count
+#: leaves what a float carries, and the number is a typo.
+MAX_FIELD = 10**10
+
+
 def _int(c: dict, key: str, default: int | None = None, *, minimum: int = 1) -> int:
     """A required (or defaulted) integer field, with an error naming it."""
     value = c.get(key)
@@ -58,6 +64,9 @@ def _int(c: dict, key: str, default: int | None = None, *, minimum: int = 1) -> 
         raise ImportModelError(f"config.json field {key!r} must be an integer, got {value!r}")
     if int(value) < minimum:
         raise ImportModelError(f"config.json field {key!r} must be >= {minimum}, got {value!r}")
+    if int(value) > MAX_FIELD:
+        raise ImportModelError(f"config.json field {key!r} is {value!r}, more than any model "
+                               f"has (at most {MAX_FIELD:.0e})")
     return int(value)
 
 

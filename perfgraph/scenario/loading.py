@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgraph._infra import tomlfile
+from perfgraph._infra.inputfile import file_problem
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
 from perfgraph.engine.sheet import Sheet
@@ -215,10 +216,9 @@ def _catalog_entry(file_entry: Entry | None, kind: str, name: str) -> Entry:
 
 
 def _scenario_file(path: str) -> Entry:
-    if Path(path).is_dir():
-        raise CatalogError("a folder, not a scenario file", file=path)
-    if not Path(path).is_file():
-        raise CatalogError(f"no such scenario file: {path}", file=path)
+    problem = file_problem(path, "scenario")
+    if problem is not None:
+        raise CatalogError(problem, file=path)
     return Entry("scenario", tomlfile.read(path))  # its keys are checked with its values
 
 
@@ -234,8 +234,9 @@ def _calibration(given: str | None, hardware: Entry, engine: str | None = None) 
 
 
 def _overlay_file(path: str) -> Entry:
-    if not Path(path).is_file():
-        raise CatalogError(f"no such calibration file: {path}", file=path)
+    problem = file_problem(path, "calibration")
+    if problem is not None:
+        raise CatalogError(problem, file=path)
     entry = Entry("calibration", tomlfile.read(path))
     check_keys(entry, CALIBRATION_KEYS)
     profiles.check_profile(entry.doc)

@@ -23,10 +23,16 @@ from typing import TypeVar
 
 import numpy as np
 
-from perfgraph._infra.tomlfile import read
+from perfgraph._infra.tomlfile import TomlDoc, read
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
-from perfgraph.errors import InputError, UnknownNameError
+from perfgraph.errors import (
+    DeclarationError,
+    InputError,
+    PerfgraphError,
+    UnknownNameError,
+    raise_all,
+)
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
@@ -124,20 +130,53 @@ def ranked(column: np.ndarray, objective: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- the space
+#: The keys a price entry may have.
+PRICE_KEYS = ("usd_per_gpu_hour", "date", "source", "estimate")
+
+
 def prices(path: str | None = None) -> dict[str, float]:
-    """US dollars per GPU-hour by hardware name: the shipped file, then ``path`` over it."""
+    """US dollars per GPU-hour by hardware name: the shipped file, then ``path`` over it.
+    A name that is not a catalog accelerator, or a key a price entry does not have, is
+    refused (every one at once, each with its near miss): a typo must not leave the shipped
+    price in force unseen."""
     out: dict[str, float] = {}
+    known = catalog_names("hardware")
     for file in (PRICES_FILE, *(() if path is None else (Path(path),))):
         doc = read(file)
+        problems: list[PerfgraphError] = [
+            DeclarationError(f"unknown table{_near(key, ['prices'])}; a prices file has "
+                             "[prices.HARDWARE] tables", file=doc.path, name=key,
+                             line=min((n for k, n in doc.lines.items() if k[0] == key),
+                                      default=None))
+            for key in doc.data if key != "prices"]
         table = doc.data.get("prices", {})
         if not isinstance(table, dict):
             raise doc.error("[prices] must be a table of hardware names", "prices")
         for name, entry in table.items():
-            price = entry.get("usd_per_gpu_hour") if isinstance(entry, dict) else None
-            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
-                raise doc.error("expected usd_per_gpu_hour = a number ≥ 0", "prices", name)
-            out[name] = float(price)
+            problems += _price_problems(doc, name, entry, known)
+            if not problems:
+                out[name] = float(entry["usd_per_gpu_hour"])
+        raise_all(problems)
     return out
+
+
+def _price_problems(doc: TomlDoc, name: str, entry: object,
+                    known: Sequence[str]) -> list[PerfgraphError]:
+    if name not in known:
+        return [doc.error(f"no accelerator {name!r} in the hardware catalog"
+                          f"{_near(name, known)}", "prices", name)]
+    if not isinstance(entry, dict):
+        return [doc.error("expected a table with usd_per_gpu_hour = a number ≥ 0",
+                          "prices", name)]
+    problems = [doc.error(f"unknown key in [prices.{name}]{_near(key, PRICE_KEYS)}; "
+                          f"known: {', '.join(PRICE_KEYS)}", "prices", name, key)
+                for key in entry if key not in PRICE_KEYS]
+    price = entry.get("usd_per_gpu_hour")
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or not price >= 0 \
+            or not math.isfinite(price):
+        problems.append(doc.error("expected usd_per_gpu_hour = a number ≥ 0",
+                                  "prices", name))
+    return problems
 
 
 def hardware_block(sheet: Sheet, names: Sequence[str], wanted: Sequence[str] | None,

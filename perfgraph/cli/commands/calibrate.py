@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 
 from perfgraph._infra.atomic import write_text_atomic
-from perfgraph.cli.commands.compare import add_run_options, one_line
+from perfgraph.cli.commands.compare import add_run_options, check_runs, one_line
 from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
 from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.compare import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.compare import problem_lines
+from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = Path(args.out).parent
-    if not folder.is_dir():  # before minutes of fitting, not after
-        raise InputError(f"cannot write {args.out}: no such folder {folder}", file=args.out)
+    check_runs(args, "--holdout")
+    _check_out(args.out)  # before minutes of fitting, not after
     base = Baseline.from_spec(spec_from_args(args))
     fitted, held = read_measured(args.runs), read_measured(args.holdout)
+    _some_runs(args.runs, fitted, None)
+    _some_runs(args.holdout, held, "--holdout")
+    if held.runs and all(c.error for c in compare_runs(held.runs, base, levers=False)):
+        raise InputError(f"no run of {', '.join(args.holdout)} could be compared with the "
+                         "model, so there is no held-out error to report (run 'perfgraph "
+                         "compare' on them to see why)", name="--holdout")
     fit = calibrate(fitted.runs, base, holdout=held.runs)
     write_text_atomic(args.out, overlay_text(fit, _use(args)))
     report = _json(fit, args.out) if args.format == "json" else _table(fit, args.out)
@@ -54,6 +62,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
     _not_compared(fitted, fit, held, base)
     return 0
+
+
+def _some_runs(paths: list[str], found: Measured, flag: str | None) -> None:
+    """Refuse files given that hold no run the reader accepts, with the reader's reasons."""
+    if paths and not found.runs:
+        why = "; ".join(one_line(line) for line in problem_lines(found))
+        raise InputError(f"no run in {', '.join(paths)}: {why}", name=flag)
+
+
+def _check_out(out: str) -> None:
+    """A folder that is there, and not a catalog folder: a calibration listed among the
+    hardware (or models, workloads) would be read as one."""
+    folder = Path(out).parent
+    if not folder.is_dir():
+        raise InputError(f"cannot write {out}: no such folder {folder}", file=out)
+    real = os.path.realpath(folder)
+    for kind in KINDS:
+        if real == os.path.realpath(catalog_dir(kind)):
+            raise InputError(f"{folder} is the {kind} catalog: a calibration written there "
+                             "would be listed as a catalog entry; write it elsewhere (e.g. "
+                             "calibrations/) and pass it with --calibration", name="--out")
 
 
 def _use(args: argparse.Namespace) -> str:

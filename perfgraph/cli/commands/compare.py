@@ -8,9 +8,16 @@ import sys
 import polars as pl
 
 from perfgraph._infra.atomic import write_atomic, write_text_atomic
-from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
+from perfgraph._infra.inputfile import not_a_file
+from perfgraph.cli.options import (
+    add_force_option,
+    add_scenario_options,
+    scenario_after_measured,
+    spec_from_args,
+)
 from perfgraph.errors import InputError
 from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.compare import reference as held_against
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.compare import (
@@ -29,10 +36,30 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The measured files and the scenario options for what they do not say."""
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="measured results: vLLM, SGLang, AIPerf, InferenceMAX files (format "
-                        "detected from the content), or folders of them")
+                        "detected from the content), or folders of them; a SCENARIO.toml "
+                        "among them is the scenario, as in every other command")
     p.add_argument("--scenario", metavar="SCENARIO.toml",
-                   help="a scenario file for what the runs do not say")
+                   help="a scenario file for what the runs do not say (or give it among "
+                        "the runs)")
     add_scenario_options(p, positional=False)
+
+
+def check_runs(args: argparse.Namespace, *flags: str) -> None:
+    """Before any work: a scenario .toml among the runs becomes the scenario; every run
+    path given (``RUN…`` and ``flags``' lists) must be a file or a folder, else the one
+    message naming it."""
+    scenario_after_measured(args, "scenario", source="runs")
+    if not args.runs:
+        raise InputError("no measured run given, only the scenario: name the runs' files "
+                         "or folders", file=args.scenario)
+    for flag, paths in (("RUN", args.runs), *((f, getattr(args, f[2:])) for f in flags)):
+        if flag != "RUN" and not paths:
+            continue
+        for path in paths:
+            what = not_a_file(path)
+            if what is not None and what != "a folder":
+                raise InputError(f"{what} (expected a measured results file or a folder of "
+                                 "them)", file=path, name=None if flag == "RUN" else flag)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,6 +87,7 @@ def one_line(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.format == "parquet" and not args.out:
         raise InputError("--format parquet writes a file: give --out FILE.parquet")
+    check_runs(args)
     base = Baseline.from_spec(spec_from_args(args))
     measured = read_measured(args.runs)
     comparisons = compare_runs(measured.runs, base, percentiles=True)
@@ -67,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
         write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))
     else:
-        reference = base.reference
+        reference = held_against(comparisons, base)
         text = {"table": lambda: as_table(comparisons, measured, args.notes, reference),
                 "markdown": lambda: as_markdown(comparisons, measured, reference),
                 "json": lambda: as_json(comparisons, measured)}[args.format]()
@@ -80,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         for line in problem_lines(measured):
             print(f"perfgraph: refused {one_line(line)}", file=sys.stderr)
     if args.out:
-        summary = summary_lines(comparisons, measured, base.reference)
+        summary = summary_lines(comparisons, measured, held_against(comparisons, base))
         print(f"perfgraph: wrote {args.out}: {summary[0]}", file=sys.stderr)
     if nothing:
         print("perfgraph: error: no run could be compared", file=sys.stderr)

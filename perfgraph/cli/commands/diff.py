@@ -140,7 +140,7 @@ def _not_a_file(path: Path) -> str:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None  # loading it says what is wrong
 

@@ -19,6 +19,7 @@ from perfgraph.cli.options import (
     load_scenario,
 )
 from perfgraph.engine.explain import cell_view
+from perfgraph.errors import InputError, did_you_mean
 from perfgraph.output import parquet as export
 from perfgraph.output.cells import render
 from perfgraph.scenario.loading import Scenario
@@ -40,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", metavar="NAME[,NAME…]",
                    help="print only these cells (comma-separated)")
     p.add_argument("--group", "-g", action="append", default=[],
-                   help="print only these groups (repeatable)")
+                   help="print only this group, in any case (repeatable; the groups are "
+                        "the table's headings)")
     p.set_defaults(func=run)
 
 
@@ -53,8 +55,24 @@ def selected(scenario: Scenario, only: str | None, groups: list[str]) -> list[st
             sheet.declaration(n)  # UnknownNameError with a near miss
         names = wanted
     if groups:
-        names = [n for n in names if sheet.declaration(n).group in groups]
+        wanted_groups = _groups(scenario, groups)
+        names = [n for n in names if sheet.declaration(n).group in wanted_groups]
     return names
+
+
+def _groups(scenario: Scenario, given: list[str]) -> set[str]:
+    """The groups ``--group`` names, in any case (the table prints them in capitals); an
+    unknown one is refused, listing the groups there are."""
+    known = sorted({scenario.sheet.declaration(n).group for n in scenario.sheet.names})
+    by_lower = {g.lower(): g for g in known}
+    out = set()
+    for text in given:
+        group = by_lower.get(text.strip().lower())
+        if group is None:
+            raise InputError(f"no group {text!r}{did_you_mean(text.lower(), known)}; groups: "
+                             f"{', '.join(known)}", name="--group")
+        out.add(group)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "result, and the cells it reads and that read it.")
     p.add_argument("name", help="the cell to explain")
     add_scenario_options(p)
-    p.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    p.add_argument("--format", "-f", choices=("table", "json", "text"), default="table",
+                   help="table (as the other commands say; 'text' is the same) or json "
+                        "(default: table)")
     p.add_argument("--depth", type=_depth, default=1, metavar="N|all",
                    help="also show the precedent tree, N levels deep or down to the inputs "
                         "(all); default 1: the cells it reads")

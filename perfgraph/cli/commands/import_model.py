@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from perfgraph._infra.atomic import INPUTS, write_text_atomic
+from perfgraph._infra.inputfile import file_problem
+from perfgraph.cli.options import add_force_option
 from perfgraph.errors import InputError
 from perfgraph.scenario.hf_hub import fetch_config, is_repo_id_like
 from perfgraph.scenario.import_model import ImportModelError, model_toml
@@ -33,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="display name")
     p.add_argument("--source", help="where the config came from (written as a comment)")
     p.add_argument("--out", "-o", help="write here instead of printing")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    add_force_option(p)
     p.set_defaults(func=run)
 
 
@@ -60,6 +62,9 @@ def _locate(args: argparse.Namespace) -> tuple[Path, str, str]:
 
 def run(args: argparse.Namespace) -> int:
     path, slug, source = _locate(args)
+    problem = file_problem(path, "config.json")
+    if problem is not None:
+        raise InputError(problem, file=str(path))
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -76,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         sys.stdout.write(text)
         return 0
-    if Path(args.out).exists() and not args.force:
-        raise InputError("exists; pass --force to overwrite it", file=args.out)
     write_text_atomic(args.out, text)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

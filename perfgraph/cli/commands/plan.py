@@ -6,7 +6,12 @@ import argparse
 import json
 from dataclasses import replace
 
-from perfgraph.cli.options import add_scenario_options, spec_from_args
+from perfgraph.cli.options import (
+    add_force_option,
+    add_scenario_options,
+    distinct_outputs,
+    spec_from_args,
+)
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan, plan_report
@@ -37,10 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate", required=True, metavar="RATE", help='"20 request/s"')
     p.add_argument("--search", action="append", default=[], metavar="NAME=VALUES",
                    help="an axis of the space (repeatable)")
-    p.add_argument("--objective", choices=tuple(plan.OBJECTIVES), default="gpus")
+    p.add_argument("--objective", choices=tuple(plan.OBJECTIVES), default="gpus",
+                   help="what the best plan minimises: gpus, cost ($ per million output "
+                        "tokens) or energy (J per token); or maximises: throughput_per_gpu "
+                        "(default: gpus)")
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default 5)")
-    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table",
+                   help="output format: table, json or markdown (default: table)")
     p.add_argument("--out", metavar="FILE.parquet", help="write every feasible plan here")
+    add_force_option(p)
     p.add_argument("--launch", nargs="?", const="", choices=("", *launch.ENGINES),
                    metavar="ENGINE", help="print the best plan's serving command (default: "
                                           "the best plan's engine)")
@@ -90,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--jobs must be 1 or more, got {args.jobs}")
     if not args.slo:
         raise InputError("plan needs at least one --slo (ttft=1s, itl=50ms, e2e=30s)")
+    distinct_outputs((("--out", args.out),), (("SCENARIO.toml", args.scenario),
+                                              ("--prices", args.prices)), force=args.force)
     spec = spec_from_args(args)
     q, slos = _question(spec, args)
     result = plan.run(spec, q, args.search, args.prices, args.jobs)

@@ -13,7 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
+from perfgraph.cli.options import (
+    MEASURED_HELP,
+    add_scenario_options,
+    load_scenario,
+    scenario_after_measured,
+    spec_from_args,
+)
 from perfgraph.errors import InputError
 from perfgraph.output.diff_chart import MISSING, diff_figure, need_matplotlib  # noqa: F401
 
@@ -34,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="roofline/concurrency/tp/measured: a scenario file; diff: BASE HEAD")
     add_scenario_options(p, positional=False)
     p.add_argument("--measured", nargs="+", action="extend", default=[], metavar="RUN",
-                   help="measured benchmark results (as for 'perfgraph compare')")
+                   help=MEASURED_HELP)
     p.add_argument("--relative", action="store_true",
                    help="measured runs as %% of what the model says is possible")
     p.add_argument("--x", dest="x", choices=("concurrency", "tp"), default=None,
@@ -46,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def check(args: argparse.Namespace) -> None:
     """Bad arguments, refused before anything is evaluated."""
+    scenario_after_measured(args, "files")
     if args.kind not in KINDS:
         raise InputError(f"unknown chart kind {args.kind!r}: expected one of "
                          f"{', '.join(KINDS)}")

@@ -15,10 +15,16 @@ import sys
 import time
 
 from perfgraph._infra.atomic import write_text_atomic
-from perfgraph.cli.options import add_scenario_options, load_scenario
+from perfgraph.cli.options import (
+    add_force_option,
+    add_scenario_options,
+    distinct_outputs,
+    load_scenario,
+)
+from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 from perfgraph.output import parquet as export
-from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate import Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
@@ -34,23 +40,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", help="open loop: arrival rate with its unit ('8 request/s')")
     load.add_argument("--users", type=int, help="closed loop: N users, one request each at a time")
-    p.add_argument("--arrivals", default="poisson", help="poisson | gamma:CV | constant")
+    p.add_argument("--arrivals", default="poisson",
+                   help="gaps between open-loop arrivals: poisson, gamma:CV (CV > 0; 1 is "
+                        "Poisson) or constant (default: poisson)")
     p.add_argument("--requests", type=int, help="requests to simulate (default 5000, or "
                                                 "the FILE's)")
     p.add_argument("--lengths", default="fixed", help="fixed | workload | FILE (a vLLM "
                    "--save-result JSON, or a CSV arrival_s,isl,osl)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of arrivals and drawn lengths; the same seed gives the "
+                        "same run (default: 0)")
     p.add_argument("--warmup", type=int, help="first N requests left out of the statistics "
                    "(default: the users of a closed loop, else 0)")
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="vllm")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="vllm",
+                   help="whose batching policy schedules each step: "
+                        f"{', '.join(SCHEDULERS)} (default: vllm)")
     p.add_argument("--token-budget", type=int, metavar="N",
                    help="tokens a step may carry (vLLM max_num_batched_tokens, SGLang "
                         "chunked-prefill-size, TRT-LLM max_num_tokens)")
     p.add_argument("--max-num-seqs", type=int, metavar="N",
                    help="requests in flight at most (default: the users, else concurrency)")
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table",
+                   help="output format: table or json (default: table)")
     p.add_argument("--out", "-o", metavar="FILE.parquet", help="one row per request")
     p.add_argument("--trace", metavar="FILE.json", help="a Chrome/Perfetto trace of the steps")
+    add_force_option(p)
     p.set_defaults(func=run)
 
 
@@ -65,12 +79,17 @@ def setup_from(args: argparse.Namespace) -> Setup:
     for opt, value in (("--out", args.out), ("--trace", args.trace)):
         if value is not None and not value.strip():
             raise InputError("needs a file name", name=opt)
+    lengths = () if args.lengths in ("fixed", "workload") else (("--lengths", args.lengths),)
+    distinct_outputs((("--out", args.out), ("--trace", args.trace)),
+                     (*lengths, ("SCENARIO.toml", args.scenario)), force=args.force)
     kind, cv = arr.parse_arrivals(args.arrivals)
     rate = arr.parse_rate(args.rate) if args.rate is not None else None
-    return Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
-                 lengths=args.lengths, seed=args.seed, warmup=args.warmup,
-                 scheduler=args.scheduler, token_budget=args.token_budget,
-                 max_seqs=args.max_num_seqs)
+    setup = Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
+                  lengths=args.lengths, seed=args.seed, warmup=args.warmup,
+                  scheduler=args.scheduler, token_budget=args.token_budget,
+                  max_seqs=args.max_num_seqs)
+    check(setup)
+    return setup
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +114,7 @@ def run(args: argparse.Namespace) -> int:
             f"open loop, {result.rate:.4g} request/s" if result.rate else "open loop")
     title = (f"{scenario.title} · {setup.scheduler} · {loop} · lengths {result.lengths.source}"
              f" · {scenario.prediction}")
-    m = sheet.magnitude
-    sheet_line = (f"the sheet: ttft {m('ttft'):.4g} ms, itl {m('itl'):.4g} ms, throughput "
-                  f"{m('throughput'):.4g} tok/s at concurrency {m('concurrency'):.4g}")
+    sheet_line = _sheet_line(sheet, setup.users)
     if args.format == "json":
         sys.stdout.write(as_json(summary, {"model": scenario.model.slug,
                                            "hardware": scenario.hardware.slug,
@@ -106,6 +123,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(table(summary, title, sheet_line))
     return 0 if result.complete else 128 + result.engine.signal
+
+
+def _sheet_line(sheet: Sheet, users: int | None) -> str:
+    """The sheet's steady state beside the simulation: a closed loop's at its users (the
+    concurrency the simulation ran), an open loop's at the scenario's concurrency."""
+    if users is not None:
+        sheet = sheet.fork()
+        sheet.set("concurrency", users)
+    m = sheet.magnitude
+    return (f"the sheet: ttft {m('ttft'):.4g} ms, itl {m('itl'):.4g} ms, throughput "
+            f"{m('throughput'):.4g} tok/s at concurrency {m('concurrency'):.4g}")
 
 
 def _write(args: argparse.Namespace, result: object) -> None:

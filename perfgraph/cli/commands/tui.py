@@ -11,7 +11,13 @@ import os
 import sys
 
 from perfgraph.cli.lifeline import exit_with_parent
-from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
+from perfgraph.cli.options import (
+    MEASURED_HELP,
+    add_scenario_options,
+    load_scenario,
+    scenario_after_measured,
+    spec_from_args,
+)
 from perfgraph.errors import InputError
 from perfgraph.measured.curves import measured_view
 
@@ -23,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "scenario back to its TOML file.")
     add_scenario_options(p)
     p.add_argument("--measured", nargs="+", action="extend", default=[], metavar="RUN",
-                   help="measured benchmark results (files or folders, as for 'perfgraph "
-                        "compare') to show against the model in the measured view")
+                   help=MEASURED_HELP + "; shown against the model in the measured view")
     p.add_argument("--cell", metavar="NAME",
                    help="the cell to open on (highlighted, explained)")
     p.set_defaults(func=run)
@@ -34,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # a tab of perfgraph web
     if served:
         exit_with_parent()  # the tab's server, should it die without ending this dashboard
+    scenario_after_measured(args)
     scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
     if args.cell:
         scenario.sheet.declaration(args.cell)  # an unknown name, with its near miss

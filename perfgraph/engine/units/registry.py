@@ -47,6 +47,15 @@ def _registry() -> pint.UnitRegistry[Any]:
     return registry
 
 
+def _holds(path: Path, text: str) -> bool:
+    """Whether the cached definitions file is there and holds exactly ``text`` (one edited
+    by hand would change every unit it defines)."""
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _cached_registry(text: str) -> pint.UnitRegistry[Any] | None:
     import pint
 
@@ -56,7 +65,7 @@ def _cached_registry(text: str) -> pint.UnitRegistry[Any] | None:
         folder = Path(user_cache_dir("perfgraph"))
         digest = hashlib.sha256(f"{pint.__version__}\n{text}".encode()).hexdigest()[:16]
         path = folder / f"units-{digest}.txt"
-        if not path.is_file():
+        if not _holds(path, text):  # missing, or not what it was built from: rewrite it
             folder.mkdir(parents=True, exist_ok=True)
             tmp = folder / f".{path.name}.{os.getpid()}.tmp"
             tmp.write_text(text, encoding="utf-8")

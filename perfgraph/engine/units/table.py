@@ -17,10 +17,16 @@ class Table:
     """What Pint said about each unit expression and unit name, kept in the user's cache
     folder in a file named by Pint's version and the text of this package's modules, so
     that a later command reads the factors and dimensions without importing Pint. Without
-    a usable cache folder it is an empty table and Pint answers, as before."""
+    a usable cache folder it is an empty table and Pint answers, as before.
+
+    The file carries a SHA-256 over the source it was built from (Pint's version and these
+    modules) and its content; one whose checksum does not match (edited by hand, damaged,
+    written by another build) is not read, and is rebuilt from Pint on the next save.
+    """
 
     def __init__(self) -> None:
         self.path: Path | None = None
+        self.source = ""
         self.units: dict[str, list[Any]] = {}
         self.names: dict[str, bool] = {}
         self.changed = False
@@ -31,12 +37,21 @@ class Table:
 
             key = f"{version('pint')}\n".encode() + b"".join(
                 p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))
-            digest = hashlib.sha256(key).hexdigest()[:16]
-            self.path = Path(user_cache_dir("perfgraph")) / f"unit-table-{digest}.json"
+            self.source = hashlib.sha256(key).hexdigest()
+            self.path = Path(user_cache_dir("perfgraph")) / f"unit-table-{self.source[:16]}.json"
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            self.units, self.names = dict(data["units"]), dict(data["names"])
+            units, names = dict(data["units"]), dict(data["names"])
         except Exception:  # noqa: BLE001 - no cache yet, or an unusable one: start empty
-            pass
+            return
+        if data.get("sha256") == self.checksum(units, names):
+            self.units, self.names = units, names
+        else:  # tampered or damaged: ask Pint again, and write a good one
+            self.changed = True
+
+    def checksum(self, units: dict[str, list[Any]], names: dict[str, bool]) -> str:
+        """SHA-256 of the source the table was built from and of its entries."""
+        body = json.dumps({"units": units, "names": names}, sort_keys=True)
+        return hashlib.sha256(f"{self.source}\n{body}".encode()).hexdigest()
 
     def save(self) -> None:
         if not self.changed or self.path is None:
@@ -44,7 +59,8 @@ class Table:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"units": self.units, "names": self.names}),
+            tmp.write_text(json.dumps({"units": self.units, "names": self.names,
+                                       "sha256": self.checksum(self.units, self.names)}),
                            encoding="utf-8")
             os.replace(tmp, self.path)
         except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache

@@ -154,7 +154,7 @@ def _context(path: Path, overrides: Mapping[str, Any] | None) -> Context:
 
 def _read_toml(path: Path) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MetaFileError(f"{path}: not a valid meta.toml ({exc})") from None
 

@@ -56,10 +56,32 @@ class Run:
     notes: list[str]
 
 
-def simulate(sheet: Sheet, setup: Setup,
-             progress: Callable[[int], None] | None = None) -> Run:
+#: The most requests one run may simulate: about 200 bytes each in memory, and a minute or
+#: so of simulation per million; beyond it, a run would exhaust memory before it answered.
+MAX_REQUESTS = 10_000_000
+
+
+def check(setup: Setup) -> None:
+    """Refuse a setup that cannot run, before any work: counts out of range, or neither a
+    rate nor users where the lengths bring no arrivals of their own."""
     if setup.users is not None and setup.users < 1:
         raise InputError(f"--users {setup.users}: need at least one user", name="--users")
+    if setup.requests is not None and setup.requests < 1:
+        raise InputError(f"--requests {setup.requests}: need at least one", name="--requests")
+    if setup.rate is None and not setup.users and setup.given is None and \
+            setup.lengths in ("fixed", "workload"):
+        raise InputError(f"give --rate (open loop, e.g. '8 request/s') or --users (closed "
+                         f"loop): --lengths {setup.lengths} brings no arrivals of its own",
+                         name="--rate")
+    for flag, n in (("--requests", setup.requests), ("--users", setup.users)):
+        if n is not None and n > MAX_REQUESTS:
+            raise InputError(f"{n:,} is more than one run can simulate ({MAX_REQUESTS:,} at "
+                             "most)", name=flag)
+
+
+def simulate(sheet: Sheet, setup: Setup,
+             progress: Callable[[int], None] | None = None) -> Run:
+    check(setup)
     rng = np.random.default_rng(setup.seed)
     model = StepModel.from_sheet(sheet)
     pol = policy(setup.scheduler, sheet, setup.token_budget,
@@ -87,8 +109,6 @@ def simulate(sheet: Sheet, setup: Setup,
 
 
 def _lengths(sheet: Sheet, setup: Setup, rng: np.random.Generator) -> lens.Lengths:
-    if setup.requests is not None and setup.requests < 1:
-        raise InputError(f"--requests {setup.requests}: need at least one", name="--requests")
     if setup.given is not None:
         return setup.given
     if setup.lengths in ("fixed", "workload"):

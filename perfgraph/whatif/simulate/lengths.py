@@ -18,10 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from perfgraph._infra.atomic import INPUTS
+from perfgraph._infra.inputfile import file_problem
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 
 LENGTHS = ("fixed", "workload", "FILE")
+#: The most tokens one request's prompt or output may have (ten times the longest context
+#: of any model in the catalog): past it a number is a typo.
+MAX_TOKENS = 100_000_000
 
 
 @dataclass
@@ -51,13 +56,14 @@ def from_sheet(kind: str, sheet: Sheet, n: int, rng: np.random.Generator) -> Len
 
 def read_file(path: str) -> Lengths:
     p = Path(path)
-    if not p.is_file():
-        raise InputError("no such lengths file (expected fixed, workload or a FILE)",
-                         file=path)
+    problem = file_problem(p, "lengths")
+    if problem is not None:
+        raise InputError(f"{problem} (expected fixed, workload or a FILE)", file=path)
+    INPUTS.note(p)
     if p.suffix.lower() == ".csv":
         return _read_csv(p)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read it as JSON or CSV ({exc})", file=path) from None
     return _read_vllm(data, path)
@@ -101,24 +107,45 @@ def _column(values: object, name: str, path: str) -> np.ndarray:
                          name=name) from None
     if array.ndim != 1 or not np.isfinite(array).all() or (array < 0).any():
         raise InputError(f"{name} must be non-negative token counts", file=path, name=name)
+    _bounded(array, name, path)
     return array.astype(np.int64)
+
+
+def _bounded(tokens: np.ndarray, name: str, path: str, first_line: int | None = None) -> None:
+    """A request longer than :data:`MAX_TOKENS` is a typo, not a workload."""
+    over = np.flatnonzero(tokens > MAX_TOKENS)
+    if over.size:
+        i = int(over[0])
+        raise InputError(f"{tokens[i]:.0f} tokens in one request: more than any model's "
+                         f"context ({MAX_TOKENS:,} at most)", file=path, name=name,
+                         line=None if first_line is None else first_line + i)
 
 
 def _read_csv(p: Path) -> Lengths:
     path = str(p)
     try:
-        with p.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+        with p.open(newline="", encoding="utf-8-sig") as f:  # Excel writes a byte order mark
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = {name.strip() for name in reader.fieldnames or ()}
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read the CSV ({exc})", file=path) from None
-    header = set(rows[0]) if rows else set()
+    if not header:
+        raise InputError("the CSV is empty (expected a header arrival_s,isl,osl and a row "
+                         "per request)", file=path)
     for col in ("arrival_s", "isl", "osl"):
         if col not in header:
             raise InputError(f"missing column {col!r} (expected arrival_s,isl,osl)",
                              file=path, name=col)
+    if not rows:
+        raise InputError("the CSV has a header but no rows: give a row arrival_s,isl,osl "
+                         "per request", file=path)
+    rows = [{(k or "").strip(): v for k, v in row.items()} for row in rows]
     cols = {}
     for col in ("arrival_s", "isl", "osl"):
         cols[col] = _csv_values(rows, col, path)
+    for col in ("isl", "osl"):
+        _bounded(cols[col], col, path, first_line=2)
     if (cols["osl"] < 1).any() or (cols["isl"] < 1).any():
         raise InputError("isl and osl must be at least 1 token", file=path)
     order = np.argsort(cols["arrival_s"], kind="stable")

@@ -39,7 +39,7 @@ def stats(values: np.ndarray, weights: np.ndarray | None, scale: float, n: int,
     w = np.ones_like(values) if weights is None else weights
     ok = np.isfinite(values)
     values, w = values[ok], w[ok]
-    if values.size == 0:
+    if values.size == 0 or not w.sum() > 0:  # nothing decoded (every request dropped)
         return dict.fromkeys(keys)
     qs = [float(k[1:]) / 100 for k in keys[1:]]
     out: dict[str, float | None] = {"mean": float(np.average(values, weights=w)) * scale}
