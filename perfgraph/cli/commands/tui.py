@@ -40,5 +40,6 @@ def run(args: argparse.Namespace) -> int:
                          "or a file use 'perfgraph eval'")
     from perfgraph.tui.app import make_app
 
-    make_app(scenario, cell=args.cell, measured=measured).run()
-    return 0
+    app = make_app(scenario, cell=args.cell, measured=measured)
+    app.run()
+    return app.return_code or 0  # 1 when an exception ended it (Textual printed it)
