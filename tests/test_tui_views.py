@@ -170,6 +170,73 @@ def test_a_rate_without_a_unit_is_refused_in_the_view_and_the_app_carries_on() -
     drive(app, script)
 
 
+def test_the_applied_plan_shows_in_the_sheet_the_ttft_and_itl_of_its_row() -> None:
+    """The row's TTFT and ITL are the cells the SLOs hold (at the rate, the worst gap); once
+    applied, the sheet and its summary strip show those very numbers, for an aggregated
+    plan (whose worst gap is a prefill's stall, not the decode step) as for the others."""
+    app = tiny_app()
+
+    async def script(pilot: Pilot) -> None:
+        await open_plan(pilot)
+        await ask(pilot, ttft="1 s", itl="30 ms", rate="12 request/s")
+        answer = app.views["plan"].answer
+        table = app.query_one("#plans", DataTable)
+        row = answer.rows[0]
+        cells = [str(c) for c in table.get_row_at(0)]
+        assert cells[4] == number(row.values["ttft_at_rate"])
+        assert cells[5] == number(row.values["itl_worst"])
+        await pilot.press("a")
+        await pilot.pause()
+        sheet = app.session.sheet
+        assert sheet.magnitude("ttft_at_rate") == pytest.approx(row.values["ttft_at_rate"])
+        assert sheet.magnitude("itl_worst") == pytest.approx(row.values["itl_worst"])
+        assert sheet.magnitude("itl") < sheet.magnitude("itl_worst")  # the case reported
+        strip = str(app.query_one("#summary").render())
+        assert f"(worst {cells[5]} ms)" in strip
+        assert f"TTFT {cells[4]} ms" in strip or f"(at rate {cells[4]} ms)" in strip
+
+    drive(app, script)
+
+
+def test_a_malformed_slo_is_named_as_the_view_names_it_not_as_no_plan() -> None:
+    app = tiny_app()
+
+    async def script(pilot: Pilot) -> None:
+        await open_plan(pilot)
+        await ask(pilot, ttft="abc")
+        status = str(app.query_one("#plan-status").render())
+        assert status == ("malformed SLO in the plan's 'TTFT ≤' field ('abc'): expected a "
+                          "number with a unit (like '20 ms')")
+        assert "--slo" not in status
+        chart = app.query_one("#plan-frontier")
+        chart.plt.clear_figure()
+        chart._painter(chart.plt)  # type: ignore[attr-defined]
+        assert "malformed SLO" in chart.plt._active.monitor.title  # type: ignore[attr-defined]
+        assert "no plan meets" not in chart.plt._active.monitor.title  # type: ignore[attr-defined]
+
+    drive(app, script)
+
+
+def test_keys_typed_at_once_after_e_all_reach_the_slo_field() -> None:
+    """A terminal delivers fast typing as keys queued together: they reach the plans table
+    before ``e`` has moved the focus, and must still land in the TTFT field, in order."""
+    from textual import events
+
+    app = tiny_app()
+
+    async def script(pilot: Pilot) -> None:
+        await open_plan(pilot)
+        for key in ("e", *"250ms"):
+            event = events.Key(key, key)
+            event.set_sender(app)
+            await app._post_message(event)  # no wait between them, as a burst arrives
+        await settle(pilot)
+        assert app.query_one("#plan-ttft", Input).value == "250ms"
+        assert app.view == "plan"
+
+    drive(app, script)
+
+
 # ---------------------------------------------------------------------- simulate
 def test_the_simulation_views_percentiles_are_simulates() -> None:
     app = make_app(load())
