@@ -121,7 +121,7 @@ def test_the_measured_view_lists_the_runs_and_plots_the_highlighted_runs_line(vi
         plot = app.query_one("#measured-throughput", MeasuredPlot)
         assert plot.which == "throughput"
         await pilot.press(*["down"] * 40)  # the refused file's row: the plot stays
-        assert str(table.get_row_at(50)[2]) == "refused"
+        assert str(table.get_row_at(50)[0]) == "empty.json refused"
         assert "empty.json: refused: file is empty" in str(app.query_one("#run-detail").render())
         assert panel.shown.label.endswith("TP 8 · 7373/921.6")
 

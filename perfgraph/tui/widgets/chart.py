@@ -5,7 +5,8 @@ points it holds), so a figure built twice, as a resize builds it, takes the log 
 ``log10(0)`` of a concurrency of 1, ``math domain error``, or a legend that indexes points
 no longer there. A :class:`Chart` keeps the function that draws its figure, and each render
 clears the figure and draws it again before the build. A chart with no room for a canvas
-says so in one line instead of drawing axes upside down.
+says so in one line instead of drawing axes upside down; a title too wide for it is cut
+(plotext would leave it out).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from textual_plotext import PlotextPlot
 
 #: The smallest chart drawn: below it a title, the ticks and a label leave no canvas.
 MIN_WIDTH, MIN_HEIGHT = 24, 7
+
+#: Columns the y ticks and the frame take beside a canvas, at most (``10136.9┤``, ``│``).
+TICKS = 12
 
 Painter = Callable[[Any], None]
 
@@ -48,4 +52,13 @@ class Chart(PlotextPlot):
         self.plt.clear_figure()
         if self._painter is not None:
             self._painter(self.plt)
+        self._fit_title(width)
         return super().render()
+
+    def _fit_title(self, width: int) -> None:
+        """Cut a title wider than the canvas (the chart less its y ticks, at most 11
+        columns here): plotext leaves it out whole otherwise."""
+        title = getattr(getattr(self.plt, "monitor", None), "title", None)  # plt.title()'s
+        room = width - TICKS
+        if isinstance(title, str) and len(title) > room:
+            self.plt.title(title[:room - 1] + "…")

@@ -87,7 +87,7 @@ class MeasuredPlot(Chart):
         if seen.any():
             plt.scatter(list(px[seen]), list(py[seen]), marker="x", color="yellow",
                         label=f"measured ({int(seen.sum())} runs)")
-        plt.title(f"{axis.split(' (')[0]} vs concurrency: {line.label}")
+        plt.title(f"{axis.split(' (')[0]} vs concurrency")  # the run's row says at what
         plt.xlabel("concurrency (requests in flight)")
         plt.ylabel(axis)
 
@@ -140,15 +140,16 @@ class MeasuredPanel(Vertical):
         for i, c in enumerate(self.comparisons):
             table.add_row(*self._row(c), key=str(i))
         for i, p in enumerate(self.measured.problems):
-            table.add_row(Text(p.source.rsplit("/", 1)[-1], style="dim"), "",
-                          Text("refused", style="red"), "", "", "", key=f"{REFUSED}{i}")
+            table.add_row(Text.assemble((p.source.rsplit("/", 1)[-1], "dim"),
+                                        (" refused", "red")), "", "", "", "", "",
+                          key=f"{REFUSED}{i}")
         self.show_line(self.lines[0] if self.lines else None)
 
     def _row(self, c: Comparison) -> list[str | Text]:
         name = f"{c.run.source.rsplit('/', 1)[-1].removesuffix('.json')} #{c.run.index}"
-        if c.error is not None:
-            return [Text(name, style="dim"), "", Text("not compared", style="red"),
-                    "", "", ""]
+        if c.error is not None:  # why: on the line under the table
+            return [Text.assemble((name, "dim"), (" not compared", "red")), "", "—", "—", "—",
+                    "—"]
         s = c.setup
         return [f"{name} TP{number(s.tp or 0)} {number(s.isl or 0, 3)}/{number(s.osl or 0, 3)}",
                 number(s.concurrency or 0, 3),
