@@ -74,20 +74,30 @@ def test_resizing_through_every_size_on_every_view_keeps_the_app_and_the_edits(f
     drive(app, script, WALK[0])
 
 
-def test_an_exception_in_the_dashboard_exits_non_zero(monkeypatch, capsys) -> None:
-    """``perfgraph tui`` returns 1 when an uncaught exception ends the app (it returned 0)."""
+def test_an_exception_in_the_dashboard_exits_non_zero_and_keeps_the_edits(
+        monkeypatch, capsys, tmp_path) -> None:
+    """``perfgraph tui`` returns 1 when an uncaught exception ends the app (it returned 0,
+    the edits lost): the edits not saved go to a new scenario file, which loads them."""
     from textual.app import App
 
     def crash(self: PerfgraphApp) -> None:
+        self.session.set("concurrency", "32")
         raise RuntimeError("a widget failed")
 
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     monkeypatch.setattr(PerfgraphApp, "on_mount", crash)
     monkeypatch.setattr(PerfgraphApp, "run", lambda self: App.run(self, headless=True,
                                                                   size=(80, 24)))
     assert main(["tui"]) == 1
-    assert "a widget failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "a widget failed" in err
+    assert "the edits not saved are kept in perfgraph-scenario.recovered.toml" in err
+    kept = load(ScenarioSpec(file="perfgraph-scenario.recovered.toml"))
+    assert kept.sheet.magnitude("concurrency") == 32
+    assert main(["tui"]) == 1  # again: a second file, the first untouched
+    assert (tmp_path / "perfgraph-scenario.recovered-2.toml").exists()
 
 
 # ---------------------------------------------------------------------- layout

@@ -11,7 +11,7 @@ import os
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
-from perfgraph.errors import InputError
+from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.measured.curves import measured_view
 
 
@@ -42,4 +42,12 @@ def run(args: argparse.Namespace) -> int:
 
     app = make_app(scenario, cell=args.cell, measured=measured)
     app.run()
-    return app.return_code or 0  # 1 when an exception ended it (Textual printed it)
+    code = app.return_code or 0  # 1 when an exception ended it (Textual printed it)
+    if code and app.session.unsaved:
+        try:
+            kept = f"are kept in {app.session.rescue()}"
+        except PerfgraphError as exc:
+            kept = f"could not be kept: {exc}"
+        print(f"perfgraph tui: the dashboard failed; the edits not saved {kept}",
+              file=sys.stderr)
+    return code
