@@ -217,22 +217,32 @@ def test_a_malformed_slo_is_named_as_the_view_names_it_not_as_no_plan() -> None:
     drive(app, script)
 
 
-def test_keys_typed_at_once_after_e_all_reach_the_slo_field() -> None:
+def test_keys_typed_at_once_after_e_or_tab_all_reach_the_field_that_has_the_focus() -> None:
     """A terminal delivers fast typing as keys queued together: they reach the plans table
-    before ``e`` has moved the focus, and must still land in the TTFT field, in order."""
+    (or the field Tab leaves) before the binding has moved the focus, and must still land in
+    the field that has it, in order."""
     from textual import events
 
     app = tiny_app()
 
-    async def script(pilot: Pilot) -> None:
-        await open_plan(pilot)
-        for key in ("e", *"250ms"):
-            event = events.Key(key, key)
+    async def burst(keys: list[str]) -> None:
+        for key in keys:
+            event = events.Key(key, key if len(key) == 1 else None)
             event.set_sender(app)
             await app._post_message(event)  # no wait between them, as a burst arrives
+
+    async def script(pilot: Pilot) -> None:
+        await open_plan(pilot)
+        await burst(["e", *"250ms"])
         await settle(pilot)
         assert app.query_one("#plan-ttft", Input).value == "250ms"
         assert app.view == "plan"
+        await burst(["tab", *"40ms", "tab", "tab", *"9"])  # Tab, and on at once
+        await settle(pilot)
+        assert app.query_one("#plan-ttft", Input).value == "250ms"
+        assert app.query_one("#plan-itl", Input).value == "40ms"
+        assert app.query_one("#plan-rate", Input).value == "9"
+        assert app.focused is app.query_one("#plan-rate")
 
     drive(app, script)
 

@@ -114,6 +114,26 @@ class FrontierPlot(Chart):
         plt.ylabel("tok/s per GPU")
 
 
+class QuestionField(Input):
+    """One field of the question. Tab moves the focus at once, not when the key has bubbled
+    up to the app's binding: keys typed in the same burst are already on their way to this
+    field, and a key that reaches it after the focus left (Tab, Enter) goes on to the widget
+    that has it now, instead of landing here."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused
+        if event.key in ("tab", "shift+tab") and focused is self:
+            event.stop()
+            event.prevent_default()
+            (self.screen.focus_next if event.key == "tab" else self.screen.focus_previous)()
+        elif focused is not self and focused is not None:
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+        else:
+            await super()._on_key(event)
+
+
 class PlanPanel(Vertical):
     """The question, the search's counts, the frontier and the plans (view ``6``)."""
 
@@ -150,8 +170,8 @@ class PlanPanel(Vertical):
         with Horizontal(id="plan-question"):
             for key, (label, _) in INPUTS.items():
                 yield Label(label, classes="plan-label")
-                yield Input(placeholder="none" if key == "e2e" else "", compact=True,
-                            id=f"plan-{key}")
+                yield QuestionField(placeholder="none" if key == "e2e" else "", compact=True,
+                                    id=f"plan-{key}")
         yield Static(status_text(None, False), id="plan-status")
         yield FrontierPlot(id="plan-frontier")
         yield DataTable(id="plans", cursor_type="row")
