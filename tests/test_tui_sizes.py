@@ -147,6 +147,26 @@ def test_at_80x24_each_view_draws_charts_with_room_or_none(frozen) -> None:
     drive(app, script, (80, 24))
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)])
+def test_no_marker_hides_under_a_legend(frozen, size) -> None:
+    """The roofline's decode and prefill points and the plan's best are on the canvas
+    (below the title, which carries their key): plotext's legend used to cover them."""
+    app = make_app(load())
+
+    async def script(pilot: Pilot) -> None:
+        for key, chart_id, markers in (("2", "#roofline-plot", "●◆"),
+                                       ("6", "#plan-frontier", "◆")):
+            await show(pilot, key)
+            chart = app.query_one(chart_id, Chart)
+            if not chart.display or not chart.region.height:
+                continue  # the plan's frontier gives way under 32 rows
+            canvas = "\n".join(str(chart.render()).splitlines()[1:])
+            for marker in markers:  # once: the point itself, no legend's ●● or ◆◆
+                assert canvas.count(marker) == 1, (chart_id, marker)
+
+    drive(app, script, size)
+
+
 def test_the_help_fits_the_screen_and_names_every_key() -> None:
     app = make_app(load())
 

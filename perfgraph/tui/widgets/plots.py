@@ -50,17 +50,20 @@ class RooflinePlot(Chart):
 
     @staticmethod
     def figure(plt: Any, roof: Roofline) -> None:
+        """The key goes in the title: plotext's legend covers the canvas's top-left
+        corner, where the decode point sits on the slope of the roof."""
         plt.xscale("log")
         plt.yscale("log")
-        plt.plot(roof.roof.x, roof.roof.y, label="roof", marker="braille", color="cyan")
+        plt.plot(roof.roof.x, roof.roof.y, marker="braille", color="cyan")
         plt.vline(roof.ridge, color="gray")
+        key = [f"ridge {number(roof.ridge)}"]
         for point, (marker, color) in zip(roof.points, (("●", "red"), ("◆", "green")),
                                           strict=False):
-            plt.scatter(point.x, point.y, marker=marker, color=color,
-                        label=f"{point.label} {number(point.x[0])} {roof.x_unit}")
-        plt.title(f"Roofline, one GPU: ridge at {number(roof.ridge)} {roof.x_unit}")
+            plt.scatter(point.x, point.y, marker=marker, color=color)
+            key.append(f"{marker} {point.label} {number(point.x[0])}")
+        plt.title(f"Roofline ({roof.x_unit}): {', '.join(key)}")
         plt.xlabel(f"arithmetic intensity ({roof.x_unit})")
-        plt.ylabel(f"attainable ({pretty_unit(roof.y_unit)})")
+        plt.ylabel(f"attainable, one GPU ({pretty_unit(roof.y_unit)})")
 
 
 class ConcurrencyPlot(Chart):
