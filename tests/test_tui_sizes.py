@@ -101,8 +101,8 @@ def test_an_exception_in_the_dashboard_exits_non_zero_and_keeps_the_edits(
 
 
 # ---------------------------------------------------------------------- layout
-@pytest.mark.parametrize("size", [(120, 40), (149, 40)])
-def test_below_150_columns_the_views_go_under_the_table_at_full_width(frozen, size) -> None:
+@pytest.mark.parametrize("size", [(120, 40), (NARROW - 1, 40)])
+def test_below_156_columns_the_views_go_under_the_table_at_full_width(frozen, size) -> None:
     app = make_app(load())
 
     async def script(pilot: Pilot) -> None:
@@ -117,12 +117,15 @@ def test_below_150_columns_the_views_go_under_the_table_at_full_width(frozen, si
     drive(app, script, size)
 
 
-def test_from_150_columns_the_views_sit_beside_the_table_with_75_columns() -> None:
+def test_from_156_columns_the_views_sit_beside_the_table_with_80_columns(frozen) -> None:
     app = make_app(load())
 
     async def script(pilot: Pilot) -> None:
         table, tabs = app.table.region, app.query_one(TabbedContent).region
-        assert tabs.x >= table.right and tabs.width >= 75
+        assert tabs.x >= table.right and tabs.width >= 80
+        await show(pilot, "6")
+        plans = app.query_one("#plans", DataTable)
+        assert plans.virtual_size.width <= plans.scrollable_content_region.width  # no cut
 
     drive(app, script, (NARROW, 40))
 
@@ -215,16 +218,17 @@ def test_5_without_measured_runs_says_what_it_needs() -> None:
 
 def test_the_levers_and_runs_tables_cut_no_text(frozen) -> None:
     """Every cell's text fits its column (runs) or wraps onto more lines of its row
-    (levers), and the columns fit the narrowest view beside the table (73 columns)."""
+    (levers), and the columns fit the narrowest view, beside the table or at 80 × 24 (76
+    columns, a scroll bar beside them); the plans table too."""
     app = make_app(load(), measured=runs())
 
     async def script(pilot: Pilot) -> None:
-        for key, table_id in (("4", "#advice"), ("5", "#runs")):
+        for key, table_id in (("4", "#advice"), ("5", "#runs"), ("6", "#plans")):
             await show(pilot, key)
             table = app.query_one(table_id, DataTable)
             assert table.row_count > 0
             columns = list(table.columns.values())
-            assert sum(c.width + 2 * table.cell_padding for c in columns) <= 73
+            assert sum(c.width + 2 * table.cell_padding for c in columns) <= 76
             for row_key, row in table.rows.items():
                 for column, text in zip(columns, table.get_row(row_key), strict=True):
                     assert len(str(text)) <= column.width * row.height, (table_id, text)

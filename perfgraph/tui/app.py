@@ -37,9 +37,10 @@ from perfgraph.tui.widgets.plan_panel import PlanPanel
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, Choice, ScenarioBar
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
-#: table (beside its 75 columns they would have under 75 of their own), the header, the tabs
+#: table (beside its 76 columns they would have under 80 of their own: the plans table needs
+#: 76 and a scroll bar), the header, the tabs
 #: and the bar's labels go; 80 × 24 keeps both readable.
-NARROW, SHORT = 150, 32
+NARROW, SHORT = 156, 32
 #: Which keys the key line shows when a widget of this id has the focus (else the cells').
 FOCUS_PLACES = {"advice": "levers", "runs": "measured", "plans": "plan",
                 "plan-ttft": "question", "plan-itl": "question", "plan-e2e": "question",

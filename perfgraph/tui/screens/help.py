@@ -44,7 +44,7 @@ precision from the catalogs (edits are kept), and TP and PP. **Explain** shows t
 highlighted cell's formula, the formula with its values, and the cells it reads and that
 read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
-In a terminal under 150 columns the view sits under the table; under 32 rows the header
+In a terminal under 156 columns the view sits under the table; under 32 rows the header
 and the tabs are left out (the keys `1`–`7` still switch views), the two concurrency plots
 stand side by side, and the measured view keeps its runs and leaves its plots out.
 

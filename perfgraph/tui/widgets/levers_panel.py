@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from perfgraph.tui.views import ViewContext
 
 
-#: (key, label, width): 70 columns with the cells' padding, the narrowest the view gets
-#: beside the table; a longer text wraps onto more lines of its row, never cut.
+#: (key, label, width): 70 columns with the cells' padding, within the 76 the view has at
+#: the narrowest; a longer text wraps onto more lines of its row, never cut.
 COLUMNS = (("symptom", "symptom", 22), ("lever", "lever", 20), ("effect", "first effect", 22))
 
 

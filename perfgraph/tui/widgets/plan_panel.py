@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 INPUTS = {"ttft": (planning.FIELDS["ttft"], "ttft_slo"),
           "itl": (planning.FIELDS["itl"], "itl_slo"),
           "e2e": (planning.FIELDS["e2e"], None), "rate": (planning.FIELDS["rate"], "request_rate")}
-COLUMNS = (("rank", 5), ("plan", 26), ("batch", 5), ("GPUs", 5), ("TTFT ms", 7),
-           ("ITL ms", 6), ("tok/s/GPU", 9), ("tok/s/user", 10))
+#: (heading, width): each the widest text it holds and one column of space (the table has
+#: no cell padding), 76 in all: the table fits 80 columns (tokens/s per GPU and per user).
+COLUMNS = (("rank", 6), ("plan", 27), ("batch", 6), ("GPUs", 5), ("TTFT ms", 8),
+           ("ITL ms", 7), ("GPU t/s", 8), ("user t/s", 9))
 
 
 def plan_text(row: PlanRow) -> str:
@@ -174,7 +176,7 @@ class PlanPanel(Vertical):
                                     id=f"plan-{key}")
         yield Static(status_text(None, False), id="plan-status")
         yield FrontierPlot(id="plan-frontier")
-        yield DataTable(id="plans", cursor_type="row")
+        yield DataTable(id="plans", cursor_type="row", cell_padding=0)
 
     def on_mount(self) -> None:
         table = self.query_one("#plans", DataTable)
