@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, TabbedContent
 
 from perfgraph.cli.main import main
+from perfgraph.engine.numbers import quantity
 from perfgraph.measured.curves import concurrency_grid, measured_view
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.tui.app import make_app
@@ -109,14 +110,19 @@ def test_the_measured_view_lists_the_runs_and_plots_the_highlighted_runs_line(vi
         assert panel.shown is view.lines[0]
         first = [str(c) for c in table.get_row_at(0)]
         tpot = view.lines[0].runs[0].metric("tpot")
-        assert first[0].startswith("H100.json #0  TP2 921.6/921.6")
-        assert f"({100 * tpot.possible:.3g}%)" in first[3]  # 62% (BF16 KV, vLLM's default)
+        assert first[0] == "H100 #0 TP2 922/922"  # 921.6 in and out: 3 digits fit the column
+        assert first[3] == f"{100 * tpot.possible:.3g}%"  # 62% (BF16 KV, vLLM's default)
+        detail = str(app.query_one("#run-detail").render())  # what compare prints, whole
+        assert detail.startswith("H100.json #0: TTFT ")
+        tpot_text = f"{quantity(tpot.measured, tpot.unit)} / {quantity(tpot.modelled, tpot.unit)}"
+        assert f"TPOT {tpot_text} (" in detail
         await pilot.press(*["down"] * 10)  # row 10: the 1k1k H100 TP 8 runs
         assert panel.shown is not None and panel.shown.label.endswith("TP 8 · 921.6/921.6")
         plot = app.query_one("#measured-throughput", MeasuredPlot)
         assert plot.which == "throughput"
         await pilot.press(*["down"] * 40)  # the refused file's row: the plot stays
-        assert "refused: file is empty" in str(table.get_row_at(50)[2])
+        assert str(table.get_row_at(50)[0]) == "empty.json refused"
+        assert "empty.json: refused: file is empty" in str(app.query_one("#run-detail").render())
         assert panel.shown.label.endswith("TP 8 · 7373/921.6")
 
     async def session() -> None:

@@ -587,15 +587,6 @@ def test_snapshot_roofline_view(snap_compare, fixture_load) -> None:
     assert snap_compare(make_app(fixture_load()), press=["2"], terminal_size=SIZE)
 
 
-def test_snapshot_80x24_cells_and_explain(snap_compare, fixture_load) -> None:
-    assert snap_compare(make_app(fixture_load(), cell="throughput"), terminal_size=SMALL)
-
-
-def test_snapshot_80x24_roofline(snap_compare, fixture_load) -> None:
-    assert snap_compare(make_app(fixture_load(), cell="throughput"), press=["2"],
-                        terminal_size=SMALL)
-
-
 def test_snapshot_80x24_editing(snap_compare, fixture_load) -> None:
     async def typing(pilot: Pilot) -> None:
         await go_to(pilot, "concurrency")

@@ -34,15 +34,19 @@ from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
 from perfgraph.tui.widgets.plan_panel import PlanPanel
-from perfgraph.tui.widgets.scenario_bar import PARALLEL, ScenarioBar
+from perfgraph.tui.widgets.scenario_bar import PARALLEL, Choice, ScenarioBar
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
-#: table, the header, the tabs and the bar's labels go; 80 × 24 keeps both readable.
-NARROW, SHORT = 120, 32
+#: table (beside its 76 columns they would have under 80 of their own: the plans table needs
+#: 76 and a scroll bar), the header, the tabs
+#: and the bar's labels go; 80 × 24 keeps both readable.
+NARROW, SHORT = 156, 32
 #: Which keys the key line shows when a widget of this id has the focus (else the cells').
 FOCUS_PLACES = {"advice": "levers", "runs": "measured", "plans": "plan",
                 "plan-ttft": "question", "plan-itl": "question", "plan-e2e": "question",
-                "plan-rate": "question", "simulate-panel": "simulate"}
+                "plan-rate": "question", "simulate-panel": "simulate",
+                **{f"choose-{kind}": "bar" for kind in
+                   ("model", "hardware", "workload", "precision", "tp", "pp")}}
 
 
 class PerfgraphApp(App[None]):
@@ -58,6 +62,7 @@ class PerfgraphApp(App[None]):
         Binding("u,ctrl+z", "undo", "Undo"),
         Binding("ctrl+s", "save", "Save"),
         Binding("ctrl+a", "save_as", "Save as"),
+        Binding("b", "bar", "Scenario bar"),
         *(Binding(v.key, f"view('{v.view_id}')", v.title, show=v.view_id != "explain")
           for v in VIEWS),
         Binding("q", "quit", "Quit"),
@@ -307,11 +312,9 @@ class PerfgraphApp(App[None]):
         else:
             self.query_one(focus_on).focus()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A view's key exists only where the view does (measured: with runs given)."""
-        if action == "view" and parameters:
-            return parameters[0] in self.views
-        return True
+    def action_bar(self) -> None:
+        """Put the focus on the scenario bar's first choice (Tab moves on, Esc comes back)."""
+        self.query_one(ScenarioBar).query_one(Choice).focus()
 
     async def action_quit(self) -> None:
         """Quit; with edits not saved, ask first (Ctrl+S saves them)."""

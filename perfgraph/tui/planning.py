@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from perfgraph.scenario.loading import ScenarioSpec
+from perfgraph.engine.sheet import Sheet
+from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan, plan_report
+from perfgraph.whatif.plan_question import SLO_CELLS, read_quantity
 
 #: The batch sizes the view searches (``concurrency``), about √2 apart.
 BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -25,6 +27,8 @@ SEARCH = (f"concurrency={','.join(str(b) for b in BATCHES)}",)
 TOP = 5
 #: The SLO names the view asks for, in its order (e2e optional).
 SLOS = ("ttft", "itl", "e2e")
+#: Each field of the question as the view labels it.
+FIELDS = {"ttft": "TTFT ≤", "itl": "ITL ≤", "e2e": "E2E ≤", "rate": "rate"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def search(spec: ScenarioSpec, slos: Mapping[str, str], rate: str,
     at ``rate``. Raises PerfgraphError on a bad question (the message names it)."""
     start = time.perf_counter()
     asked = search_spec(spec)
+    check_fields(load(asked).sheet, slos, rate)
     texts = [f"{n}={t.strip()}" for n, t in slos.items() if t.strip()]
     q = plan.question(asked, texts, rate)
     result = plan.run(asked, q, space)
@@ -102,6 +107,16 @@ def search(spec: ScenarioSpec, slos: Mapping[str, str], rate: str,
                           message=plan_report.unreachable(result), seconds=seconds)
     ans = plan_report.answer(result, TOP)
     return PlanAnswer.from_json(ans, question, plan.prices(), time.perf_counter() - start)
+
+
+def check_fields(sheet: Sheet, slos: Mapping[str, str], rate: str) -> None:
+    """Refuse a malformed field of the question, naming it as the view labels it (the
+    search's own messages name the command line's options)."""
+    fields = [(name, SLO_CELLS[name], text) for name, text in slos.items() if text.strip()]
+    for name, cell, text in (*fields, ("rate", "request_rate", rate)):
+        read_quantity(sheet, cell, text.strip(),
+                      f"malformed {'SLO' if name in SLOS else 'rate'} in the plan's "
+                      f"'{FIELDS[name]}' field ({text.strip()!r})")
 
 
 def _text(x: object) -> str:

@@ -213,6 +213,18 @@ class Session:
         self._saved = self._state()
         return self.stamp.path
 
+    def rescue(self) -> str:
+        """Write the edits to a new file beside the scenario's (or here, without one) after
+        the dashboard failed: ``NAME.recovered.toml``, ``NAME.recovered-2.toml`` …; its path.
+        Never overwrites a file."""
+        base = Path(self.stamp.path) if self.stamp else Path("perfgraph-scenario.toml")
+        for n in range(1, 100):
+            suffix = ".recovered" if n == 1 else f".recovered-{n}"
+            path = base.with_name(base.stem + suffix + ".toml")
+            if not path.exists():
+                return self.save_as(str(path))
+        raise InputError(f"{base.parent}: 99 recovered files already; the edits were not kept")
+
     def save_as(self, path: str, *, overwrite: bool = False) -> str:
         source = self.stamp
         if source is None and self.scenario.file is not None:

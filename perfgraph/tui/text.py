@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 HEADLINE = (("ttft", "TTFT"), ("itl", "ITL"), ("throughput", "throughput"),
             ("throughput_per_gpu", "per GPU"), ("e2e_latency", "E2E"),
             ("max_concurrency_paged", "KV fits"))
+#: A headline result's value as served, which the SLOs (and the plan view) hold, shown
+#: beside it where it differs: (cell, served cell, label).
+SERVED = {"ttft": ("ttft_at_rate", "at rate"), "itl": ("itl_worst", "worst")}
 
 
 def short_path(path: str) -> str:
@@ -101,6 +104,19 @@ def regime(session: Session) -> str:
     return " · ".join(parts)
 
 
+def served_text(session: Session, name: str) -> Text:
+    """`` (worst 20.24 ms)``: the value as served where it is not the cell's own."""
+    served, label = SERVED.get(name, (None, ""))
+    sheet = session.sheet
+    if served is None or served not in sheet.names or sheet.error(served) is not None \
+            or sheet.error(name) is not None:
+        return Text()
+    shown = value_text(session, served)
+    if shown.plain == value_text(session, name).plain:
+        return Text()
+    return Text.assemble((f" ({label} ", "dim"), shown, (")", "dim"))
+
+
 def headline(session: Session) -> Text:
     """The summary strip: the headline results with their deltas; then the regime, where
     saves go and how many cells differ from the scenario as loaded."""
@@ -114,6 +130,7 @@ def headline(session: Session) -> Text:
         if delta.plain:
             out.append(" ")
             out.append_text(delta)
+        out.append_text(served_text(session, name))
         out.append("   ")
     out.rstrip()
     out.append("\n")

@@ -38,15 +38,17 @@ def parse_slo(text: str, sheet: Sheet) -> tuple[str, float]:
     if not sep or name not in SLO_CELLS:
         raise InputError(f"--slo expects ttft=…, itl=… or e2e=… with units (itl=50ms), "
                          f"got {text!r}")
-    value = _quantity(sheet, SLO_CELLS[name], raw.strip(), f"--slo {text}")
+    value = read_quantity(sheet, SLO_CELLS[name], raw.strip(), f"--slo {text}")
     return name, value
 
 
 def parse_rate(text: str, sheet: Sheet) -> float:
-    return _quantity(sheet, "request_rate", text.strip(), f"--rate {text!r}")
+    return read_quantity(sheet, "request_rate", text.strip(), f"--rate {text!r}")
 
 
-def _quantity(sheet: Sheet, cell: str, raw: str, what: str) -> float:
+def read_quantity(sheet: Sheet, cell: str, raw: str, what: str) -> float:
+    """``raw`` read in ``cell``'s declared unit, above 0; refused naming ``what`` (the option,
+    or the dashboard's field, the text came from)."""
     match = _HAS_UNIT.match(raw)
     if match is None or not match["unit"]:
         unit = sheet.declaration(cell).unit

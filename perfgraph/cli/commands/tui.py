@@ -18,7 +18,7 @@ from perfgraph.cli.options import (
     scenario_after_measured,
     spec_from_args,
 )
-from perfgraph.errors import InputError
+from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.measured.curves import measured_view
 
 
@@ -49,5 +49,14 @@ def run(args: argparse.Namespace) -> int:
                          "or a file use 'perfgraph eval'")
     from perfgraph.tui.app import make_app
 
-    make_app(scenario, cell=args.cell, measured=measured).run()
-    return 0
+    app = make_app(scenario, cell=args.cell, measured=measured)
+    app.run()
+    code = app.return_code or 0  # 1 when an exception ended it (Textual printed it)
+    if code and app.session.unsaved:
+        try:
+            kept = f"are kept in {app.session.rescue()}"
+        except PerfgraphError as exc:
+            kept = f"could not be kept: {exc}"
+        print(f"perfgraph tui: the dashboard failed; the edits not saved {kept}",
+              file=sys.stderr)
+    return code

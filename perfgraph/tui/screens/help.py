@@ -26,6 +26,7 @@ as it was loaded.
 | `x` | reset the cell to the scenario as loaded (unpin it) |
 | `u`, Ctrl+Z | undo the last edit, switch or lever |
 | `1` … `7` | explain · roofline · concurrency · levers · measured · plan · simulate |
+| `b` | the scenario bar: Tab moves between its choices, Enter opens one, Esc goes back |
 | `a` | (levers) apply the highlighted lever as a what-if; (plan) apply the highlighted plan |
 | `s`, `e` | (plan) search again; edit the SLOs and the rate (Enter searches) |
 | `o` | (simulate) closed loop of `concurrency` users ⇄ open loop at `request_rate` |
@@ -43,12 +44,14 @@ precision from the catalogs (edits are kept), and TP and PP. **Explain** shows t
 highlighted cell's formula, the formula with its values, and the cells it reads and that
 read it: Enter on one jumps there.
 A cell whose formula fails shows `#ERR` and why; the cells that read it say so too.
-In a terminal under 120 columns the view sits under the table; under 32 rows the header
-and the tabs are left out (the keys `1`–`7` still switch views).
+In a terminal under 156 columns the view sits under the table; under 32 rows the header
+and the tabs are left out (the keys `1`–`7` still switch views), the two concurrency plots
+stand side by side, and the measured view keeps its runs and leaves its plots out.
 
-**Measured** (`perfgraph tui --measured RUN…`, files or folders of vLLM, SGLang, AIPerf or
-InferenceMAX results) lists every run against the model at the run's own configuration:
-measured / roofline and the % of possible, as `perfgraph compare` prints them. The plots
+**Measured** (`perfgraph tui --measured RUN…`, files or folders of vLLM, SGLang, AIPerf
+or InferenceMAX results; without them `5` says so) lists every run against the model at
+the run's own configuration: the % of possible of each metric in the table, and measured /
+roofline of the highlighted run under it, as `perfgraph compare` prints them. The plots
 show the highlighted run's configuration: the model's throughput and TPOT against
 concurrency, with every run made at that configuration as a point.
 
@@ -58,9 +61,11 @@ scenario's model and workload on every catalog accelerator and precision, TP, PP
 aggregated or disaggregated, at batches 1 … 1024 about √2 apart (a worker thread; the
 dashboard keeps answering), and shows how many candidates it searched and how many met the
 SLOs, the Pareto frontier of tokens/s per GPU against tokens/s per user, and the best plan,
-the runners-up and the frontier as rows. `a` applies a row to the sheet as one what-if (its
-hardware and precision, TP, PP, batch and mode, and the question's rate and SLOs): Δ shows
-what it changed and `u` takes it back.
+the runners-up and the frontier as rows (their TTFT is at the rate, queue included, and
+their ITL the worst gap: what the SLOs hold, and what the summary strip shows beside TTFT
+and ITL as "at rate" and "worst" once applied). `a` applies a row to the sheet as one
+what-if (its hardware and precision, TP, PP, batch and mode, and the question's rate and
+SLOs): Δ shows what it changed and `u` takes it back.
 
 **Simulate** runs `perfgraph simulate` on the sheet (1000 requests, seed 0) each time it is
 shown after a change: the CDFs of TTFT and ITL with their p50 and p99, the batch over time,

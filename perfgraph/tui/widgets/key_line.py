@@ -12,7 +12,9 @@ from textual.widgets import Static
 #: (key, what it does) for each place the keys can be.
 KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "cells": (("e", "edit"), ("x", "reset"), ("u", "undo"), ("1-7", "views"),
-              ("^s", "save"), ("^p", "palette"), ("?", "help"), ("q", "quit")),
+              ("b", "bar"), ("^s", "save"), ("^p", "palette"), ("?", "help"), ("q", "quit")),
+    "bar": (("Enter", "choose"), ("Tab", "next"), ("Esc", "cells"), ("?", "help"),
+            ("q", "quit")),
     "edit": (("Enter", "keep"), ("Esc", "cancel"), ("", "a number, \"4.8 TB/s\" or a formula")),
     "levers": (("a", "apply lever"), ("u", "undo"), ("1", "cells"), ("2-7", "views"),
                ("^s", "save"), ("?", "help"), ("q", "quit")),

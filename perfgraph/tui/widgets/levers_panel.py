@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from perfgraph.tui.views import ViewContext
 
 
+#: (key, label, width): 70 columns with the cells' padding, within the 76 the view has at
+#: the narrowest; a longer text wraps onto more lines of its row, never cut.
+COLUMNS = (("symptom", "symptom", 22), ("lever", "lever", 20), ("effect", "first effect", 22))
+
+
 class LeversPanel(Vertical):
     """The advice table and the detail of the highlighted advice (view ``4``)."""
 
@@ -61,9 +66,8 @@ class LeversPanel(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one("#advice", DataTable)
-        table.add_column("symptom", key="symptom", width=20)
-        table.add_column("lever", key="lever", width=24)
-        table.add_column("first effect", key="effect", width=30)
+        for key, label, width in COLUMNS:
+            table.add_column(label, key=key, width=width)
 
     def diagnose(self, sheet: Sheet) -> None:
         """Diagnose a fork of ``sheet`` in a worker; the table fills when it is done."""
@@ -81,7 +85,8 @@ class LeversPanel(Vertical):
         table.clear()
         for i, a in enumerate(advice):
             first = a.error or (levers.effect_text(sheet, a.effects[0]) if a.effects else "")
-            table.add_row(a.symptom.title, a.lever.title, first, key=str(i))
+            table.add_row(a.symptom.title, a.lever.title, first, key=str(i),
+                          height=None)  # as many lines as the longest text wraps to
         if not advice:
             self.query_one("#advice-detail", Static).update(
                 "No symptom holds for this scenario: nothing to advise.")

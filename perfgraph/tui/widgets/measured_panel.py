@@ -9,14 +9,13 @@ and TPOT against concurrency at that TP, ISL and OSL, with every run made at it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
-from textual_plotext import PlotextPlot
 
 from perfgraph.engine.numbers import number
 from perfgraph.measured.compare import METRICS, Comparison, median_possible
@@ -24,12 +23,17 @@ from perfgraph.measured.curves import MeasuredLine
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
 from perfgraph.output.compare import metric_text
+from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
     from perfgraph.tui.views import ViewContext
 
-COLUMNS = ("run", "B", "TTFT", "TPOT", "throughput", "MBU")
+#: (label, width): a metric's column is its % of possible (measured / roofline, as
+#: ``perfgraph compare``); the line under the table gives the highlighted run's values.
+COLUMNS = (("run", 22), ("B", 4), ("TTFT", 6), ("TPOT", 6), ("tok/s", 6), ("MBU", 6))
+SHOWN = ("ttft", "tpot", "throughput")
+REFUSED = "refused:"  # the key prefix of a refused file's row
 HEADS = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
 #: plot → (the key in a line's model and points, what the axis says)
 PLOTS = {"throughput": ("throughput", "output throughput (tok/s)"),
@@ -46,7 +50,16 @@ def summary(comparisons: Sequence[Comparison], measured: Measured, reference: st
     return text
 
 
-class MeasuredPlot(PlotextPlot):
+def detail_text(c: Comparison) -> Text:
+    """The highlighted run as ``perfgraph compare`` reads it: measured / roofline (% of
+    possible) of each metric, or why it was not compared."""
+    name = f"{c.run.source.rsplit('/', 1)[-1]} #{c.run.index}: "
+    if c.error is not None:
+        return Text.assemble(name, (f"not compared: {c.error}", "red"))
+    return Text(name + " · ".join(f"{HEADS[m]} {metric_text(c, m)}" for m in SHOWN))
+
+
+class MeasuredPlot(Chart):
     """One metric against concurrency: the model's curve at a run's configuration and the
     runs measured at it."""
 
@@ -55,13 +68,15 @@ class MeasuredPlot(PlotextPlot):
         self.which = which
 
     def draw(self, line: MeasuredLine | None) -> None:
-        plt = self.plt
-        plt.clear_figure()
+        if line is None:
+            self.say("no run could be compared")
+        elif line.error is not None:
+            self.say(line.error)
+        else:
+            self.paint(lambda plt: self.figure(plt, line))
+
+    def figure(self, plt: Any, line: MeasuredLine) -> None:
         key, axis = PLOTS[self.which]
-        if line is None or line.error is not None:
-            plt.title(line.error if line is not None else "no run could be compared")
-            self.refresh()
-            return
         plt.xscale("log")
         x, y = line.model["concurrency"], line.model[key]
         keep = np.isfinite(y) & (y > 0)
@@ -72,10 +87,9 @@ class MeasuredPlot(PlotextPlot):
         if seen.any():
             plt.scatter(list(px[seen]), list(py[seen]), marker="x", color="yellow",
                         label=f"measured ({int(seen.sum())} runs)")
-        plt.title(f"{axis.split(' (')[0]} vs concurrency: {line.label}")
+        plt.title(f"{axis.split(' (')[0]} vs concurrency")  # the run's row says at what
         plt.xlabel("concurrency (requests in flight)")
         plt.ylabel(axis)
-        self.refresh()
 
 
 class MeasuredPanel(Vertical):
@@ -112,35 +126,47 @@ class MeasuredPanel(Vertical):
         yield Static(summary(self.comparisons, self.measured, self.reference),
                      id="measured-summary")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static(id="run-detail")
+        yield Static("the plots of the highlighted run's configuration need a terminal "
+                     "32 rows high", id="measured-room")
         with Horizontal(id="measured-plots"):
             yield MeasuredPlot("throughput", id="measured-throughput")
             yield MeasuredPlot("tpot", id="measured-tpot")
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
-        table.add_columns(*COLUMNS)
+        for label, width in COLUMNS:
+            table.add_column(label, width=width)
         for i, c in enumerate(self.comparisons):
             table.add_row(*self._row(c), key=str(i))
-        for p in self.measured.problems:
-            table.add_row(Text(p.source.rsplit("/", 1)[-1], style="dim"), "",
-                          Text(f"refused: {p.reason}", style="red"), "", "", "")
+        for i, p in enumerate(self.measured.problems):
+            table.add_row(Text.assemble((p.source.rsplit("/", 1)[-1], "dim"),
+                                        (" refused", "red")), "", "", "", "", "",
+                          key=f"{REFUSED}{i}")
         self.show_line(self.lines[0] if self.lines else None)
 
     def _row(self, c: Comparison) -> list[str | Text]:
-        name = f"{c.run.source.rsplit('/', 1)[-1]} #{c.run.index}"
-        if c.error is not None:
-            return [Text(name, style="dim"), "", Text(f"not compared: {c.error}", style="red"),
-                    "", "", ""]
+        name = f"{c.run.source.rsplit('/', 1)[-1].removesuffix('.json')} #{c.run.index}"
+        if c.error is not None:  # why: on the line under the table
+            return [Text.assemble((name, "dim"), (" not compared", "red")), "", "—", "—", "—",
+                    "—"]
         s = c.setup
-        return [f"{name}  TP{number(s.tp or 0)} {number(s.isl or 0, 4)}/{number(s.osl or 0, 4)}",
+        return [f"{name} TP{number(s.tp or 0)} {number(s.isl or 0, 3)}/{number(s.osl or 0, 3)}",
                 number(s.concurrency or 0, 3),
-                *(metric_text(c, m) for m in ("ttft", "tpot", "throughput")), pct(c.mbu)]
+                *(pct(m.possible) if (m := c.metric(name)) is not None else "—"
+                  for name in SHOWN), pct(c.mbu)]
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        key = event.row_key.value
-        if key is None:
-            return  # a refused file's row
-        line = self._line_of.get(id(self.comparisons[int(key)]))
+        key = event.row_key.value or ""
+        detail = self.query_one("#run-detail", Static)
+        if key.startswith(REFUSED):  # a refused file's row: the plots stay
+            p = self.measured.problems[int(key.removeprefix(REFUSED))]
+            detail.update(Text.assemble(p.source.rsplit("/", 1)[-1] + ": ",
+                                        (f"refused: {p.reason}", "red")))
+            return
+        c = self.comparisons[int(key)]
+        detail.update(detail_text(c))
+        line = self._line_of.get(id(c))
         if line is not None and line is not self.shown:
             self.show_line(line)
 

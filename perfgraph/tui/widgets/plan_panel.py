@@ -9,33 +9,37 @@ SLOs; ``u`` takes it back whole.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Static
 from textual.worker import get_current_worker
-from textual_plotext import PlotextPlot
 
 from perfgraph.engine.numbers import number, quantity
 from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.tui import planning
 from perfgraph.tui.planning import CATALOG_CHOICES, PlanAnswer, PlanRow
+from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
     from perfgraph.tui.views import ViewContext
 
 #: input id → (label, the sheet's cell its default comes from; None: empty, not asked)
-INPUTS = {"ttft": ("TTFT ≤", "ttft_slo"), "itl": ("ITL ≤", "itl_slo"),
-          "e2e": ("E2E ≤", None), "rate": ("rate", "request_rate")}
-COLUMNS = (("rank", 5), ("plan", 26), ("batch", 5), ("GPUs", 5), ("TTFT ms", 7),
-           ("ITL ms", 6), ("tok/s/GPU", 9), ("tok/s/user", 10))
+INPUTS = {"ttft": (planning.FIELDS["ttft"], "ttft_slo"),
+          "itl": (planning.FIELDS["itl"], "itl_slo"),
+          "e2e": (planning.FIELDS["e2e"], None), "rate": (planning.FIELDS["rate"], "request_rate")}
+#: (heading, width): each the widest text it holds and one column of space (the table has
+#: no cell padding), 76 in all: the table fits 80 columns (tokens/s per GPU and per user).
+COLUMNS = (("rank", 6), ("plan", 27), ("batch", 6), ("GPUs", 5), ("TTFT ms", 8),
+           ("ITL ms", 7), ("GPU t/s", 8), ("user t/s", 9))
 
 
 def plan_text(row: PlanRow) -> str:
@@ -47,10 +51,18 @@ def plan_text(row: PlanRow) -> str:
 
 
 def row_cells(row: PlanRow) -> tuple[str, ...]:
+    """A plan's row: its TTFT and ITL are the cells its SLOs hold (``ttft_at_rate``,
+    ``itl_worst``), which the summary strip shows too once the plan is applied."""
     v = row.values
     return (row.rank, plan_text(row), number(float(row.choices["concurrency"])),
-            number(v["deployment_gpus"]), number(v["ttft_served"]), number(v["itl_worst"]),
+            number(v["deployment_gpus"]), number(served_ttft(v)), number(v["itl_worst"]),
             number(v["served_throughput_per_gpu"]), number(v["tokens_per_s_per_user"]))
+
+
+def served_ttft(values: Mapping[str, float]) -> float:
+    """The TTFT the plan's SLO holds: at the rate, its prefill queue included (an answer
+    saved before the queue was modelled has only the TTFT as served)."""
+    return values.get("ttft_at_rate", values["ttft_served"])
 
 
 def status_text(answer: PlanAnswer | None, stale: bool) -> Text:
@@ -70,33 +82,58 @@ def status_text(answer: PlanAnswer | None, stale: bool) -> Text:
     return text
 
 
-class FrontierPlot(PlotextPlot):
-    """Tokens/s per GPU against tokens/s per user: the frontier, the best plan, the row."""
+class FrontierPlot(Chart):
+    """Tokens/s per GPU against tokens/s per user: the frontier, the best plan, the row.
+
+    What each marker is goes in the title, not in a legend: plotext draws its legend over
+    the canvas's top-left corner, where the best plan (the most tokens/s per GPU, at few
+    tokens/s per user) sits."""
 
     def draw(self, answer: PlanAnswer | None, row: PlanRow | None) -> None:
-        plt = self.plt
-        plt.clear_figure()
         if answer is None or not answer.frontier:
-            plt.title("Pareto frontier: no plan yet" if answer is None or answer.message is None
-                      else "Pareto frontier: no plan meets the SLOs")
-            self.refresh()
-            return
+            self.say("Pareto frontier: no plan yet" if answer is None else
+                     f"Pareto frontier: {answer.message or 'no plan'}")
+        else:
+            self.paint(lambda plt: self.figure(plt, answer, row))
+
+    @staticmethod
+    def figure(plt: Any, answer: PlanAnswer, row: PlanRow | None) -> None:
         x = [p.values["tokens_per_s_per_user"] for p in answer.frontier]
         y = [p.values["served_throughput_per_gpu"] for p in answer.frontier]
         plt.plot(x, y, marker="braille", color="cyan")
-        plt.scatter(x, y, marker="●", color="cyan", label=f"frontier ({len(x)} plans)")
+        plt.scatter(x, y, marker="●", color="cyan")
         best = answer.rows[0]
         plt.scatter([best.values["tokens_per_s_per_user"]],
-                    [best.values["served_throughput_per_gpu"]], marker="◆", color="red",
-                    label=f"best: {plan_text(best)}")
+                    [best.values["served_throughput_per_gpu"]], marker="◆", color="red")
+        key = f"● frontier ({len(x)} plans)  ◆ best"
         if row is not None and row is not best:
             plt.scatter([row.values["tokens_per_s_per_user"]],
                         [row.values["served_throughput_per_gpu"]], marker="x",
-                        color="yellow", label=f"{row.rank}: {plan_text(row)}")
-        plt.title("Pareto frontier: tokens/s per GPU against tokens/s per user")
+                        color="yellow")
+            key += f"  x {row.rank}: {plan_text(row)}"
+        plt.title(key)
         plt.xlabel("tok/s per user")
         plt.ylabel("tok/s per GPU")
-        self.refresh()
+
+
+class QuestionField(Input):
+    """One field of the question. Tab moves the focus at once, not when the key has bubbled
+    up to the app's binding: keys typed in the same burst are already on their way to this
+    field, and a key that reaches it after the focus left (Tab, Enter) goes on to the widget
+    that has it now, instead of landing here."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused
+        if event.key in ("tab", "shift+tab") and focused is self:
+            event.stop()
+            event.prevent_default()
+            (self.screen.focus_next if event.key == "tab" else self.screen.focus_previous)()
+        elif focused is not self and focused is not None:
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+        else:
+            await super()._on_key(event)
 
 
 class PlanPanel(Vertical):
@@ -135,11 +172,11 @@ class PlanPanel(Vertical):
         with Horizontal(id="plan-question"):
             for key, (label, _) in INPUTS.items():
                 yield Label(label, classes="plan-label")
-                yield Input(placeholder="none" if key == "e2e" else "", compact=True,
-                            id=f"plan-{key}")
+                yield QuestionField(placeholder="none" if key == "e2e" else "", compact=True,
+                                    id=f"plan-{key}")
         yield Static(status_text(None, False), id="plan-status")
         yield FrontierPlot(id="plan-frontier")
-        yield DataTable(id="plans", cursor_type="row")
+        yield DataTable(id="plans", cursor_type="row", cell_padding=0)
 
     def on_mount(self) -> None:
         table = self.query_one("#plans", DataTable)
@@ -227,10 +264,29 @@ class PlanPanel(Vertical):
 
     # ------------------------------------------------------------------ the question
     def action_ask(self) -> None:
-        self.query_one("#plan-ttft", Input).focus()
+        """Focus the first field now: ``focus()`` waits for the queue, and keys typed
+        right after ``e`` would reach the plans (``1`` showing the explain view)."""
+        self.screen.set_focus(self.query_one("#plan-ttft", Input))
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed right after ``e`` reach the plans table before any binding has moved
+        the focus (a binding runs only when the key has bubbled up to the app): ``e`` moves
+        it here, at once, and the characters that follow go on to the field in their order
+        (a field keeps the characters typed into it, so only these bubble up here)."""
+        focused = self.app.focused
+        in_field = isinstance(focused, Input) and focused in self.query(Input)
+        if event.key == "e" and not in_field:
+            self.action_ask()
+        elif in_field and event.is_printable:
+            assert focused is not None
+            focused.post_message(events.Key(event.key, event.character))
+        else:
+            return
+        event.stop()
+        event.prevent_default()
 
     def action_to_plans(self) -> None:
-        self.query_one("#plans", DataTable).focus()
+        self.screen.set_focus(self.query_one("#plans", DataTable))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

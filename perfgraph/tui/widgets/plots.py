@@ -6,31 +6,27 @@ view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual_plotext import PlotextPlot
 
 from perfgraph.engine.numbers import number, pretty_unit
 from perfgraph.tui import curves
 from perfgraph.tui.curves import ConcurrencyCurves, Roofline
+from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
     from perfgraph.tui.views import ViewContext
 
 
-def _blank(plot: PlotextPlot, data: object, what: str) -> bool:
-    """Clear ``plot``; when ``data`` is None say that ``what`` failed. True if blank."""
-    plot.plt.clear_figure()
-    if data is None:
-        plot.plt.title(f"{what} failed: see the cells marked #ERR")
-        plot.refresh()
-    return data is None
+def failed(chart: Chart, what: str) -> None:
+    """Say on ``chart`` that ``what`` failed (its data is None)."""
+    chart.say(f"{what} failed: see the cells marked #ERR")
 
 
-class RooflinePlot(PlotextPlot):
+class RooflinePlot(Chart):
     """Attainable FLOP/s of one GPU against arithmetic intensity, log-log (view ``2``)."""
 
     view_id: ClassVar[str] = "roofline"
@@ -47,25 +43,30 @@ class RooflinePlot(PlotextPlot):
         self.draw(curves.roofline(session.sheet))
 
     def draw(self, roof: Roofline | None) -> None:
-        if _blank(self, roof, "the roofline's inputs"):
-            return
-        assert roof is not None
-        plt = self.plt
+        if roof is None:
+            failed(self, "the roofline's inputs")
+        else:
+            self.paint(lambda plt: self.figure(plt, roof))
+
+    @staticmethod
+    def figure(plt: Any, roof: Roofline) -> None:
+        """The key goes in the title: plotext's legend covers the canvas's top-left
+        corner, where the decode point sits on the slope of the roof."""
         plt.xscale("log")
         plt.yscale("log")
-        plt.plot(roof.roof.x, roof.roof.y, label="roof", marker="braille", color="cyan")
+        plt.plot(roof.roof.x, roof.roof.y, marker="braille", color="cyan")
         plt.vline(roof.ridge, color="gray")
+        key = [f"ridge {number(roof.ridge)}"]
         for point, (marker, color) in zip(roof.points, (("●", "red"), ("◆", "green")),
                                           strict=False):
-            plt.scatter(point.x, point.y, marker=marker, color=color,
-                        label=f"{point.label} {number(point.x[0])} {roof.x_unit}")
-        plt.title(f"Roofline, one GPU: ridge at {number(roof.ridge)} {roof.x_unit}")
+            plt.scatter(point.x, point.y, marker=marker, color=color)
+            key.append(f"{marker} {point.label} {number(point.x[0])}")
+        plt.title(f"Roofline ({roof.x_unit}): {', '.join(key)}")
         plt.xlabel(f"arithmetic intensity ({roof.x_unit})")
-        plt.ylabel(f"attainable ({pretty_unit(roof.y_unit)})")
-        self.refresh()
+        plt.ylabel(f"attainable, one GPU ({pretty_unit(roof.y_unit)})")
 
 
-class ConcurrencyPlot(PlotextPlot):
+class ConcurrencyPlot(Chart):
     """One of throughput or ITL against concurrency, with the current point marked."""
 
     def __init__(self, which: str, **kwargs: object) -> None:
@@ -73,10 +74,12 @@ class ConcurrencyPlot(PlotextPlot):
         self.which = which
 
     def draw(self, curves: ConcurrencyCurves | None) -> None:
-        if _blank(self, curves, "concurrency"):
-            return
-        assert curves is not None
-        plt = self.plt
+        if curves is None:
+            failed(self, "concurrency")
+        else:
+            self.paint(lambda plt: self.figure(plt, curves))
+
+    def figure(self, plt: Any, curves: ConcurrencyCurves) -> None:
         series = curves.throughput if self.which == "throughput" else curves.itl
         unit = pretty_unit(curves.throughput_unit if self.which == "throughput"
                            else curves.itl_unit)
@@ -93,7 +96,6 @@ class ConcurrencyPlot(PlotextPlot):
         plt.title(f"{series.label} vs concurrency{limit}")
         plt.xlabel("concurrency (requests in flight)")
         plt.ylabel(f"{series.label} ({unit})")
-        self.refresh()
 
 
 class ConcurrencyView(Vertical):

@@ -83,7 +83,9 @@ class Choice(Static, can_focus=True):
 
 class ScenarioBar(Horizontal):
     """Choices for the scenario's model, hardware, workload, precision, TP and PP, kept in
-    step with the session."""
+    step with the session. ``b`` (the app's) focuses it; Esc hands the keys back to the cells."""
+
+    BINDINGS = [Binding("escape", "leave", "Back to the cells", show=False)]
 
     class Chosen(Message):
         def __init__(self, key: str, value: str) -> None:
@@ -94,6 +96,9 @@ class ScenarioBar(Horizontal):
     def __init__(self, session: Session, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
+
+    def action_leave(self) -> None:
+        self.app.query_one("#cells").focus()
 
     def compose(self) -> ComposeResult:
         choices = self.session.choices()

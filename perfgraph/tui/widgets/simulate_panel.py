@@ -9,7 +9,7 @@ closed loop of ``concurrency`` users and an open loop at ``request_rate``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -18,13 +18,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 from textual.worker import get_current_worker
-from textual_plotext import PlotextPlot
 
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.tui import simulation
 from perfgraph.tui.simulation import Cdf, SimAnswer
+from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
@@ -58,7 +58,7 @@ def summary_text(answer: SimAnswer) -> Text:
     return text
 
 
-class CdfPlot(PlotextPlot):
+class CdfPlot(Chart):
     """One metric's CDF, with its p50 and p99 marked."""
 
     def __init__(self, metric: str, **kwargs: object) -> None:
@@ -66,11 +66,9 @@ class CdfPlot(PlotextPlot):
         self.metric = metric
 
     def draw(self, answer: SimAnswer | None) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        if answer is None:
-            self.refresh()
-            return
+        self.paint(lambda plt: None if answer is None else self.figure(plt, answer))
+
+    def figure(self, plt: Any, answer: SimAnswer) -> None:
         cdf: Cdf = getattr(answer, self.metric)
         pts = [(x, q) for x, q in zip(cdf.x, cdf.q, strict=True) if math.isfinite(x)]
         if pts:
@@ -83,22 +81,22 @@ class CdfPlot(PlotextPlot):
         plt.title(f"{LABELS[self.metric]} CDF: p50 {_num(p50)}, p99 {_num(p99)} ms")
         plt.xlabel(f"{LABELS[self.metric]} (ms)")
         plt.ylim(0, 1)
-        self.refresh()
 
 
-class BatchPlot(PlotextPlot):
+class BatchPlot(Chart):
     """Decodes per step over the simulated time."""
 
     def draw(self, answer: SimAnswer | None) -> None:
-        plt = self.plt
-        plt.clear_figure()
         series = [] if answer is None else list(answer.summary["series"])
+        self.paint(lambda plt: self.figure(plt, series))
+
+    @staticmethod
+    def figure(plt: Any, series: list[Any]) -> None:
         if series:
             plt.plot([p["t"] for p in series], [p["batch"] for p in series],
                      marker="braille", color="cyan")
             plt.title("batch (decodes a step) over time")
             plt.xlabel("simulated time (s)")
-        self.refresh()
 
 
 class SimulatePanel(Vertical):
