@@ -2,7 +2,8 @@
 
 A run of decode-only steps between events (an arrival that can be admitted, a request
 ending, the KV pool filling) is done in closed form: the batch is fixed, each step's KV read
-grows by the batch size, so :meth:`StepModel.decode_run` gives all their durations at once.
+grows by the batch size, so :meth:`StepSheet.decode_run` gives all their durations at once
+(the step sheet over columns). A step's inputs are counted here; its time is the sheet's.
 Only steps that carry prefill are taken one by one. Per request the loop keeps a few
 numbers; per step a few (for ITL percentiles, the trace and the time series); never per
 token.
@@ -29,7 +30,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
@@ -37,7 +38,7 @@ RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
 
 @dataclass
 class Engine:
-    model: StepModel
+    model: StepSheet
     policy: Policy
     reqs: Requests
     pool: BlockPool
@@ -160,14 +161,14 @@ class Engine:
             if not d:
                 self._stall()
                 return
-        p, att = 0, 0.0
+        p, pairs = 0, 0.0
         kv = self.kv_dec if d else 0
-        done = self.reqs.done
+        done, model = self.reqs.done, self.model
         for i, c in chunks:  # a chunk reads its context so far and writes itself
             p += c
             kv += done[i] + c
-            att += c * done[i] + c * c / 2  # causal: each token attends to those before it
-        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att, len(chunks))
+            pairs += model.chunk_pairs(done[i], c)
+        dt = model.time(d, p, kv, self.kv_dec if d else 0, pairs, len(chunks))
         self.now += dt
         # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
         # request's next one after its re-prefill)

@@ -1,0 +1,126 @@
+"""One engine step's time, from the step sheet (``scenario/sheets/step.toml``).
+
+The step's inputs (decodes, prefill tokens, prompts, KV tokens, Σ decode context, Σ chunk
+pairs) are cells; so are its time and its parts. :class:`StepSheet` fuses the cells from
+those inputs to ``sim_step_time`` into one function (:func:`perfgraph.engine.fused.fuse`),
+with :data:`BINDS` making the scenario's averaged cells read the step's counts, and calls it
+per step (floats) or per run of decode steps (columns). Nothing here computes a byte, a FLOP
+or a time: a pin, a calibration overlay or a new term on the sheet reaches every step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfgraph.engine.formula.compile import ARITHMETIC
+from perfgraph.engine.fused import Fused, fuse
+from perfgraph.engine.numbers import quantity
+from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import InputError
+
+#: The step's inputs, in the order the fused function takes them.
+INPUTS = ("sim_decodes", "sim_prefill_tokens", "sim_prompts", "sim_kv_tokens",
+          "sim_decode_context", "sim_chunk_pairs")
+#: The cells inside the step that read a step cell in place of the scenario's average.
+BINDS = {"concurrency": "sim_decodes", "avg_context": "sim_decode_mean_context",
+         "step_tokens": "sim_step_tokens", "chunk_step_tokens": "sim_chunk_kv_tokens"}
+OUTPUT = "sim_step_time"
+
+
+@dataclass(frozen=True)
+class StepSheet:
+    """The fused step: ``time`` per step, ``decode_run`` for a run of decode steps."""
+
+    step: Fused
+    run: Fused
+    pairs: Callable[[float], tuple[float, ...]] | None  # prefill_attended_pairs at isl = n
+    ttft_overhead: float  # s added to each request's first token (not the GPU's time)
+
+    @classmethod
+    def from_sheet(cls, sheet: Sheet) -> StepSheet:
+        m = sheet.magnitude
+        if m("spec_k") > 0:
+            raise InputError(f"simulate does not model speculative decoding yet "
+                             f"(spec_k = {m('spec_k'):g}); set spec_k=0", name="spec_k")
+        attention = m("prefill_attention_flops", "FLOP") > 0
+        return cls(fuse(sheet, INPUTS, (OUTPUT,), BINDS),
+                   fuse(sheet, INPUTS, (OUTPUT,), BINDS, columns=True),
+                   fuse(sheet, ("isl",), ("prefill_attended_pairs",)).call
+                   if attention else None,
+                   m("ttft_overhead", "s"))
+
+    def time(self, decodes: float, prefill: float, kv_tokens: float,
+             decode_context: float = 0.0, pairs: float = 0.0, prompts: float = 1) -> float:
+        """Seconds of one step (the sheet's ``sim_step_time`` at these inputs)."""
+        try:
+            return self.step.call(float(decodes), float(prefill), float(prompts),
+                                  float(kv_tokens), float(decode_context), float(pairs))[0]
+        except ARITHMETIC as exc:
+            raise _failed(exc, decodes, prefill) from None
+
+    def chunk_pairs(self, start: int, tokens: int) -> float:
+        """Causal pairs (summed over layers) of a chunk of ``tokens`` after ``start``: the
+        sheet's prefill_attended_pairs at isl = start + tokens less at isl = start (0 when
+        attention's FLOPs are off: nothing reads them)."""
+        if self.pairs is None:
+            return 0.0
+        return self.pairs(float(start + tokens))[0] - (self.pairs(float(start))[0]
+                                                        if start else 0.0)
+
+    def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
+        """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
+        KV read grows by ``decodes`` tokens (one evaluation over the run's columns)."""
+        kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            out = self.run.call(float(decodes), 0.0, 1.0, kv, kv, 0.0)[0]
+        values = np.broadcast_to(np.asarray(out, dtype=np.float64), (steps,))
+        if not np.isfinite(values).all():
+            raise _failed(ValueError("not a finite number"), decodes, 0)
+        return values
+
+
+def _failed(exc: Exception, decodes: float, prefill: float) -> InputError:
+    return InputError(f"the step sheet has no {OUTPUT} for a step of {decodes:g} decodes and "
+                      f"{prefill:g} prefill tokens ({exc}); see perfgraph simulate "
+                      f"--explain-step", name=OUTPUT)
+
+
+def explain_step(sheet: Sheet, values: dict[str, float]) -> list[str]:
+    """Lines that show one step as ``explain`` shows a cell: its inputs, then each cell the
+    step computes (its formula, the formula with that step's values, the result)."""
+    step = fuse(sheet, INPUTS, (OUTPUT,), BINDS)
+    args = [values[n] for n in INPUTS]
+    computed = dict(zip(step.cells, step.trace(*args), strict=True))
+    known = {**dict(zip(INPUTS, args, strict=True)), **computed}
+
+    def show(name: str) -> str:
+        if name in known:
+            decl = sheet.declaration(name)
+            factor = decl.parsed_unit.factor
+            return quantity(known[name] / factor, decl.unit, flag=decl.flag)
+        return _shown_constant(sheet, name)
+
+    lines = ["inputs:"]
+    lines += [f"  {n} = {show(n)}" for n in INPUTS]
+    for name in step.cells:
+        formula = step.formulas[name]
+        bound = f"  (in place of its average: reads {BINDS[name]})" if name in BINDS else ""
+        lines += [f"{name} = {formula.text}{bound}",
+                  f"  = {formula.render(show)}",
+                  f"  = {show(name)}"]
+    return lines
+
+
+def _shown_constant(sheet: Sheet, name: str) -> str:
+    try:
+        decl = sheet.declaration(name)
+    except Exception:  # a unit in the formula (token, ms): shown as itself
+        return name
+    value = sheet.raw(name)
+    if not isinstance(value, float) or not math.isfinite(value):
+        return f"#ERR({name})"
+    return quantity(value / decl.parsed_unit.factor, decl.unit, flag=decl.flag)
