@@ -1,18 +1,25 @@
 """The step sheet (``step.toml``, fused by ``engine/fused.py``) times a step as the sheet does.
 
-Against the step model it replaces (a Python restatement of the same formulas, kept here as
-the oracle until it goes), and against the sheet's own itl / prefill cells at the
-scenario's averages.
+At the scenario's own averages a step is the sheet's itl (a chunk-carrying step and a plain
+one, mixed by chunk_step_share) and a prompt alone its prefill; what-ifs on the sheet reach
+the step; the KV pool and a chunk's attention pairs are the sheet's cells. (Until the step
+sheet replaced it, a Python restatement of the step, ``StepModel``, was the oracle here: on
+the first five scenarios below the two agreed to 1e-9, the EP all-to-alls aside.)
 """
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
+from perfgraph.cli.main import main
+from perfgraph.engine.fused import fuse
+from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif.simulate.step_sheet import StepSheet
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import INPUTS, StepSheet
 
 SCENARIOS = {
     "dense": ScenarioSpec(),
@@ -26,28 +33,174 @@ SCENARIOS = {
     "pp steady, kernel roofline": ScenarioSpec(model="llama-3.1-70b", sets=(
         ("tp", "2"), ("pp", "4"), ("microbatches", "3"), ("pp_steady_state", "true"),
         ("kernel_roofline", "true"), ("attention_flops", "true"))),
+    "mla under tp": ScenarioSpec(model="deepseek-v3", hardware="b200", precision="fp8",
+                                 sets=(("tp", "8"), ("attention_flops", "true"))),
+    "sliding window": ScenarioSpec(model="gemma-3-27b", sets=(("attention_flops", "true"),)),
+    "linear layers": ScenarioSpec(model="qwen3-next-80b-a3b", calibration="auto",
+                                  engine="vllm"),
 }
-#: (decodes, prefill tokens, KV tokens, Σ decode context, single-layer causal pairs, prompts)
-STEPS = [(64, 0, 96_000, 96_000, 0, 1), (64, 512, 96_900, 96_000, 512 * 600, 1),
-         (0, 1024, 1024, 0, 1024 ** 2 / 2, 1), (0, 4096, 4096, 0, 4096 ** 2 / 2, 3),
-         (17, 2048, 18_300, 15_300, 2048 * 400, 2), (1, 0, 100, 100, 0, 1)]
 
 
-def sheet_of(spec: ScenarioSpec):  # noqa: ANN201
-    return load(spec).sheet
+def averages(sheet: Sheet) -> dict[str, float]:
+    """The step inputs at the scenario's averages: the input cells' own values."""
+    return {n: float(sheet.raw(n)) for n in INPUTS}  # type: ignore[arg-type]
+
+
+def step_at(model: StepSheet, given: dict[str, float]) -> float:
+    return model.time(given["sim_decodes"], given["sim_prefill_tokens"],
+                      given["sim_kv_tokens"], given["sim_decode_context"],
+                      given["sim_chunk_pairs"], given["sim_prompts"])
+
+
+def assert_the_step_is_the_sheets(sheet: Sheet, rel: float = 1e-9) -> None:
+    """At the averages: the mean of a chunk step and a plain step is the sheet's itl; a
+    prompt alone is its prefill_time plus the prefill's collectives and activations (but
+    under DP attention: the sheet's prefill_weights_bytes reads one copy of the shared
+    weights, its weights_bytes_per_step at T = ISL, which the step reads, dp_weight_copies)."""
+    model, m = StepSheet.from_sheet(sheet), sheet.magnitude
+    avg = averages(sheet)
+    plain = {**avg, "sim_prefill_tokens": 0.0, "sim_chunk_pairs": 0.0,
+             "sim_kv_tokens": avg["sim_decode_context"]}
+    share = m("chunk_step_share")
+    mixed = share * step_at(model, avg) + (1 - share) * step_at(model, plain)
+    assert mixed == pytest.approx(m("itl", "s"), rel=rel)
+    if m("dp_attention"):
+        return
+    isl = m("isl", "token")
+    alone = model.time(0, isl, isl, 0, m("prefill_attended_pairs", "token**2"))
+    assert alone == pytest.approx(m("prefill_time", "s") + m("prefill_tp_comm_time", "s")
+                                  + m("prefill_activation_time", "s"), rel=rel)
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_step_sheet_equals_the_old_step_model(name: str) -> None:
-    sheet = sheet_of(SCENARIOS[name])
-    old, new = StepModel.from_sheet(sheet), StepSheet.from_sheet(sheet)
-    m = sheet.magnitude
-    # the old model left out the EP all-to-alls; it took one layer's pairs
-    ep = m("tp_comm_exposed") * m("ep_comm_time_per_step", "s") / m("concurrency")
-    layers = m("prefill_attended_pairs", "token**2") / (m("isl", "token") ** 2 / 2)
-    for d, p, kv, ctx, pairs, prompts in STEPS:
-        want = old.time(d, p, kv, ctx, pairs, prompts) + ep * d
-        assert new.time(d, p, kv, ctx, pairs * layers, prompts) == pytest.approx(want, rel=1e-9)
-    want = old.decode_run(64, 96_000, 5) + ep * 64
-    np.testing.assert_allclose(new.decode_run(64, 96_000, 5), want, rtol=1e-9)
+def test_at_the_averages_a_step_is_the_sheets_itl_and_a_prompt_its_prefill(name: str) -> None:
+    assert_the_step_is_the_sheets(load(SCENARIOS[name]).sheet)
 
+
+def test_the_sheets_own_step_cells_show_the_average_step() -> None:
+    sheet = load(SCENARIOS["dense calibrated, kernel roofline"]).sheet
+    assert sheet.magnitude("chunk_step_share") < 1  # chunk steps are timed apart here
+    assert sheet.magnitude("sim_step_time", "s") == pytest.approx(
+        sheet.magnitude("chunk_step_time", "s"), rel=1e-9)
+    assert step_at(StepSheet.from_sheet(sheet), averages(sheet)) == pytest.approx(
+        sheet.magnitude("sim_step_time", "s"), rel=1e-12)
+
+
+def test_a_pin_reaches_the_step_with_no_simulator_change() -> None:
+    sheet = load(ScenarioSpec()).sheet
+    before = step_at(StepSheet.from_sheet(sheet), averages(sheet))
+    sheet.set("step_overhead", "3 ms")
+    sheet.set("achievable_bandwidth", "system_bandwidth * 0.5")  # a formula pin
+    after = StepSheet.from_sheet(sheet)
+    assert step_at(after, averages(sheet)) == pytest.approx(sheet.magnitude("itl", "s"))
+    assert step_at(after, averages(sheet)) > 2 * before - 0.001
+
+
+def test_ep_all_to_alls_and_kv_replication_reach_the_step() -> None:
+    """Beside 64 decodes at 1,536 tokens, MLA under TP8 (kv_replication 8) reads its KV on
+    every rank; the EP all-to-alls add their sheet time at the step's own batch."""
+    sheet = load(SCENARIOS["mla under tp"]).sheet
+    model, m = StepSheet.from_sheet(sheet), sheet.magnitude
+    assert m("kv_replication") == 8 and m("kv_bytes_per_token", "B/token") == 61 * 576
+    cells = model.values(64, 0, 64 * 1536.0, 64 * 1536.0)
+    assert cells["sim_kv_bytes"] == pytest.approx(  # canonical magnitudes, as raw has them
+        8 * 64 * 1536 * sheet.raw("kv_bytes_per_token"), rel=1e-9)
+    ep = load(ScenarioSpec(model="qwen3-30b-a3b", sets=(
+        ("tp", "4"), ("ep", "4"), ("comm_overlap", "false")))).sheet  # nothing hidden
+    with_ep = StepSheet.from_sheet(ep).values(32, 0, 32 * 1536.0, 32 * 1536.0)
+    # the all-to-alls' bytes scale with the step's 32 decodes, not the scenario's 64
+    per_token = 2 * ep.magnitude("n_moe_layers") * ep.raw("ep_alltoall_bytes") / 64
+    assert with_ep["ep_alltoall_bytes"] * 2 * ep.magnitude("n_moe_layers") == pytest.approx(
+        32 * per_token, rel=1e-9)
+    assert with_ep["ep_comm_time_per_step"] > 0 and with_ep["sim_comm_time"] == pytest.approx(
+        with_ep["tp_comm_time_per_token"] + with_ep["ep_comm_time_per_step"], rel=1e-12)
+
+
+def test_a_decode_run_over_columns_is_each_step_in_turn() -> None:
+    for name in ("dense calibrated, kernel roofline", "sliding window"):
+        model = StepSheet.from_sheet(load(SCENARIOS[name]).sheet)
+        run = model.decode_run(48, 48 * 900.0, 400)  # crosses gemma's 1,024-token window
+        each = [model.time(48, 0, 48 * (900.0 + j), 48 * (900.0 + j)) for j in range(400)]
+        np.testing.assert_allclose(run, each, rtol=1e-12)
+
+
+def test_chunk_pairs_are_the_sheets_pairs_by_layer_kind() -> None:
+    """Gemma 3 27B: 52 sliding layers (window 1,024), 10 full. A chunk of 512 tokens after
+    2,048 attends, by hand: full layers 512 × 2,048 + 512² / 2 pairs each, sliding layers
+    1,024 each token minus none (the window is full): 512 × 1,024."""
+    sheet = load(SCENARIOS["sliding window"]).sheet
+    model = StepSheet.from_sheet(sheet)
+    full = sheet.magnitude("n_full_layers")
+    sliding = sheet.magnitude("n_sliding_layers")
+    window = sheet.magnitude("sliding_window", "token")
+    assert (full, sliding, window) == (10, 52, 1024)
+    want = full * (512 * 2048 + 512 ** 2 / 2) + sliding * 512 * 1024
+    assert model.chunk_pairs(2048, 512) == pytest.approx(want, rel=1e-12)
+    # chunks add up to the whole prompt's pairs
+    whole = model.chunk_pairs(0, 3000)
+    assert model.chunk_pairs(0, 1000) + model.chunk_pairs(1000, 2000) == pytest.approx(whole)
+
+
+def test_the_kv_pool_is_the_sheets_cells() -> None:
+    """Blocks = kv_memory ÷ (replication × (block bytes + block_size × fixed bytes a
+    sequence ÷ its average context)): the old pool, kv_memory ÷ block bytes, for a dense
+    GQA model; an eighth of it for MLA under TP8; less for Gemma's window bytes."""
+    for name, replication, fixed in (("dense", 1, False), ("mla under tp", 8, False),
+                                     ("sliding window", 1, True)):
+        m = load(SCENARIOS[name]).sheet.magnitude
+        block = m("kv_block_bytes", "B")
+        spread = m("block_size", "token") * m("kv_fixed_bytes_per_seq", "B") / m(
+            "avg_context", "token")
+        assert m("kv_replication") == replication and (spread > 0) == fixed
+        assert m("sim_kv_blocks") == math.floor(m("kv_memory", "B") / (replication * (
+            block + spread)))
+
+
+def test_fuse_follows_pins_bindings_and_columns() -> None:
+    sheet = load(ScenarioSpec()).sheet
+    f = fuse(sheet, ["avg_context"], ["kv_bytes_per_seq", "itl", "n_params"])
+    assert f.call(sheet.raw("avg_context")) == (sheet.raw("kv_bytes_per_seq"), sheet.raw("itl"),
+                                                 sheet.raw("n_params"))
+    bound = fuse(sheet, ["isl"], ["kv_bytes_per_seq"], binds={"avg_context": "isl"})
+    assert bound.call(1000.0)[0] == pytest.approx(1000 * sheet.raw("kv_bytes_per_token"))
+    cols = fuse(sheet, ["avg_context"], ["itl"], columns=True)
+    got = cols.call(np.array([1536.0, 3000.0]))[0]
+    assert got[0] == pytest.approx(sheet.raw("itl"), rel=1e-12) and got[1] > got[0]
+
+
+def test_explain_step_shows_inputs_formulas_values_and_results(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Step 1 of a closed loop is the first prompt alone: the sheet's prefill_time; the
+    explained result is the step's logged duration."""
+    sheet = load(ScenarioSpec()).sheet
+    assert main(["simulate", "--users", "8", "--requests", "20", "--explain-step", "1"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("step 1 of ") and lines[0].endswith(
+        f"takes {sheet.magnitude('prefill_time', 'ms'):.4g} ms")
+    assert lines[1:4] == ["inputs", "  sim_decodes = 0", "  sim_prefill_tokens = 1024 tok"]
+    at = lines.index("sim_step_time: " + sheet.declaration("sim_step_time").doc)
+    assert lines[at + 1] == ("  formula      sim_stages * sim_roofline_time + sim_comm_time "
+                             "+ sim_handoff_time + sim_overhead_time")
+    assert lines[at + 2].startswith("  with values  1 × 36.51 ms + ")
+    assert lines[at + 3] == f"  result       {sheet.magnitude('prefill_time', 'ms'):.4g} ms"
+    assert "  formula      sim_step_tokens   (the step's, in place of its own)" in lines
+
+
+def test_explain_step_as_json_is_the_logged_step(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--users", "8", "--requests", "20", "--explain-step", "40",
+                 "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    cells = {c["name"]: c for c in doc["cells"]}
+    assert doc["step"] == 40 and cells["sim_decodes"]["value"] in range(1, 9)
+    assert cells["sim_step_time"]["value"] == pytest.approx(1e3 * doc["duration_s"], rel=1e-12)
+    assert cells["step_tokens"]["bound"] == "sim_step_tokens"
+
+
+@pytest.mark.parametrize("step, says", [("0", "--explain-step: 0: steps count from 1"),
+                                        ("99999", "--explain-step: 99999: the run took ")])
+def test_explain_step_out_of_the_run(step: str, says: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--users", "8", "--requests", "20", "--explain-step", step]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import heapq
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from perfgraph.engine.formula.compile import ARITHMETIC
 from perfgraph.engine.formula.ops import BOOLEAN, FUNCTIONS, UNARY, is_array
 from perfgraph.engine.formula.parse import Formula
 from perfgraph.engine.sheet import Sheet
@@ -56,8 +58,7 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
     docstring); ``binds`` maps a cell to the cell it reads in the function instead."""
     ins, outs, binds = tuple(inputs), tuple(outputs), dict(binds or {})
     formulas = _formulas(sheet, ins, outs, binds)
-    cells = tuple(graphlib.TopologicalSorter(
-        {n: [r for r in f.names if r in formulas] for n, f in formulas.items()}).static_order())
+    cells = _ordered(formulas, {n: i for i, n in enumerate(sheet.names)})
     read = {n for f in formulas.values() for n in f.names} | set(outs)
     consts = {n: sheet.raw(n) for n in read
               if n not in formulas and n not in ins and formula_unit(n) is None}
@@ -65,11 +66,19 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
     if bad:
         raise EvaluationError(f"the cells {', '.join(sorted(bad))} have no value", name=bad[0])
     body = _Body(ins, set(formulas), consts, columns)
-    stmts: list[ast.stmt] = [ast.Assign([ast.Name(_local(n), ast.Store())],
-                                         body.expr(formulas[n].tree)) for n in cells]
+    stmts: list[ast.stmt] = []
+    for n in cells:
+        value = body.expr(formulas[n].tree)
+        if isinstance(value, ast.Constant):  # the same every call: a constant from here on
+            body.computed.discard(n)
+            body.consts[n] = value.value
+        elif isinstance(value, ast.Name):  # another cell's value: read that one
+            body.aliases[n] = value
+        else:
+            stmts.append(ast.Assign([ast.Name(_local(n), ast.Store())], value))
     returned = {"call": [body.name(n) for n in outs],
                 "trace": [body.name(n) for n in cells]}
-    fns = {kind: _function(ins, stmts, values, body.globals)
+    fns = {kind: _function(ins, _needed(stmts, values), values, body.globals)
            for kind, values in returned.items()}
     return Fused(ins, outs, cells, formulas, fns["call"], fns["trace"])
 
@@ -96,6 +105,34 @@ def _formulas(sheet: Sheet, ins: tuple[str, ...], outs: tuple[str, ...],
     return found
 
 
+def _needed(stmts: list[ast.stmt], returned: list[ast.expr]) -> list[ast.stmt]:
+    """The assignments the returned values read, directly or not."""
+    wanted = {n.id for r in returned for n in ast.walk(r) if isinstance(n, ast.Name)}
+    kept: list[ast.stmt] = []
+    for stmt in reversed(stmts):
+        assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+        if stmt.targets[0].id in wanted:
+            kept.append(stmt)
+            wanted |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+    return kept[::-1]
+
+
+def _ordered(formulas: dict[str, Formula], rank: dict[str, int]) -> tuple[str, ...]:
+    """The cells in topological order, each as early as the sheet declares it."""
+    sorter = graphlib.TopologicalSorter(
+        {n: [r for r in f.names if r in formulas] for n, f in formulas.items()})
+    sorter.prepare()
+    ready: list[tuple[int, str]] = []
+    out: list[str] = []
+    while sorter.is_active():
+        for name in sorter.get_ready():
+            heapq.heappush(ready, (rank[name], name))
+        rank_, name = heapq.heappop(ready)
+        out.append(name)
+        sorter.done(name)
+    return tuple(out)
+
+
 def _formula_of(sheet: Sheet, name: str, binds: dict[str, str]) -> Formula | None:
     if name in binds:
         return Formula(text=binds[name], tree=ast.Name(binds[name], ast.Load()),
@@ -115,23 +152,46 @@ class _Body:
                  columns: bool) -> None:
         self.ins, self.computed, self.consts, self.columns = set(ins), computed, consts, columns
         self.globals: dict[str, Any] = {"__builtins__": {}, "_pick": _pick}
+        self.aliases: dict[str, ast.Name] = {}
 
     def expr(self, tree: ast.expr) -> ast.expr:
         out = self._visit(tree)
         return ast.fix_missing_locations(out)
 
+    def _visit(self, node: ast.expr) -> ast.expr:
+        """The node translated, and computed now when it reads no argument or cell the
+        function computes (a choice whose test is such takes its branch now)."""
+        out = self._translate(node)
+        if not self._constant_parts(out):
+            return out
+        try:
+            code = compile(ast.fix_missing_locations(ast.Expression(out)), "<fold>", "eval")
+            value = eval(code, self.globals)  # noqa: S307 — constants and table functions
+        except ARITHMETIC:
+            return out  # fails when called, as the cell would
+        return ast.Constant(value) if isinstance(value, float | int | bool) else out
+
+    def _constant_parts(self, node: ast.expr) -> bool:
+        """An operator or call whose operands are all constants (or table functions)."""
+        if isinstance(node, ast.Constant | ast.Name | ast.Lambda):
+            return False
+        parts = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
+        parts += [e for c in parts if isinstance(c, ast.List) for e in c.elts]
+        return all(isinstance(c, ast.Constant | ast.List) or (
+            isinstance(c, ast.Name) and c.id in self.globals) for c in parts)
+
     def _impl(self, key: str, impl: Callable[..., Any]) -> ast.Name:
         self.globals[key] = impl
         return ast.Name(key, ast.Load())
 
-    def _visit(self, node: ast.expr) -> ast.expr:
+    def _translate(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Constant):
             raw: Any = node.value
             return ast.Constant(parse_quantity(raw)[0] if isinstance(raw, str) else float(raw))
         if isinstance(node, ast.Name):
             return self.name(node.id)
         if isinstance(node, ast.BinOp):
-            return ast.BinOp(self._visit(node.left), node.op, self._visit(node.right))
+            return _simplified(self._visit(node.left), node.op, self._visit(node.right))
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
                 return self._call(f"_not{int(self.columns)}", UNARY[ast.Not], [node.operand])
@@ -139,11 +199,7 @@ class _Body:
         if isinstance(node, ast.Compare):
             return self._compare(node)
         if isinstance(node, ast.BoolOp):
-            op = BOOLEAN[type(node.op)]
-            fn = self._impl(f"_{type(node.op).__name__}{int(self.columns)}",
-                            op.array if self.columns else op.scalar)
-            return ast.Call(fn, [ast.List([self._visit(v) for v in node.values], ast.Load())],
-                            [])
+            return self._boolean(node)
         if isinstance(node, ast.IfExp):
             return self._choice(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -151,7 +207,28 @@ class _Body:
                               FUNCTIONS[node.func.id], node.args)
         raise EvaluationError(f"cannot fuse {ast.dump(node)}")  # the validator allows no more
 
+    def _boolean(self, node: ast.BoolOp) -> ast.expr:
+        """``and`` / ``or``: a constant operand that decides it decides it now; the
+        others are left out (``x and 1`` is ``x``'s truth)."""
+        deciding = isinstance(node.op, ast.Or)  # the truth that settles it
+        values: list[ast.expr] = []
+        for v in node.values:
+            out = self._visit(v)
+            if isinstance(out, ast.Constant):
+                if bool(out.value) == deciding:
+                    return ast.Constant(float(deciding))
+                continue
+            values.append(out)
+        if not values:
+            return ast.Constant(float(not deciding))
+        op = BOOLEAN[type(node.op)]
+        fn = self._impl(f"_{type(node.op).__name__}{int(self.columns)}",
+                        op.array if self.columns else op.scalar)
+        return ast.Call(fn, [ast.List(values, ast.Load())], [])
+
     def name(self, name: str) -> ast.expr:
+        if name in self.aliases:
+            return self.aliases[name]
         u = formula_unit(name)
         if u is not None and name not in self.ins and name not in self.computed:
             return ast.Constant(u.factor)
@@ -175,13 +252,34 @@ class _Body:
         return self._visit(ast.BoolOp(ast.And(), pairs))
 
     def _choice(self, node: ast.IfExp) -> ast.expr:
-        test, body, orelse = (self._visit(n) for n in (node.test, node.body, node.orelse))
+        test = self._visit(node.test)
+        if isinstance(test, ast.Constant):
+            return self._visit(node.body if test.value else node.orelse)
+        body, orelse = self._visit(node.body), self._visit(node.orelse)
+        if isinstance(body, ast.Constant) and isinstance(orelse, ast.Constant) \
+                and body.value == orelse.value:
+            return body  # either way the same
         if not self.columns:
             return ast.IfExp(test, body, orelse)
         lazy = [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                          kw_defaults=[], kwarg=None, defaults=[]), b)
                 for b in (body, orelse)]
         return ast.Call(ast.Name("_pick", ast.Load()), [test, *lazy], [])
+
+
+def _simplified(left: ast.expr, op: ast.operator, right: ast.expr) -> ast.expr:
+    """``x × 1``, ``x ÷ 1``, ``x ± 0`` are ``x``; ``0 × x`` and ``0 ÷ x`` are 0 (a term
+    switched off costs nothing, and what it would have read is not computed)."""
+    lv = left.value if isinstance(left, ast.Constant) else None
+    rv = right.value if isinstance(right, ast.Constant) else None
+    if isinstance(op, ast.Mult | ast.Div) and rv == 1 or isinstance(op, ast.Add | ast.Sub) \
+            and rv == 0:
+        return left
+    if isinstance(op, ast.Mult) and lv == 1 or isinstance(op, ast.Add) and lv == 0:
+        return right
+    if isinstance(op, ast.Mult) and 0 in (lv, rv) or isinstance(op, ast.Div) and lv == 0:
+        return ast.Constant(0.0)
+    return ast.BinOp(left, op, right)
 
 
 def _pick(test: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any:

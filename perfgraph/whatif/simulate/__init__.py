@@ -42,6 +42,8 @@ class Setup:
     #: per-request lengths (and rate) already read, in place of ``lengths`` (``compare``
     #: replays a measured run's own requests this way)
     given: lens.Lengths | None = field(default=None, compare=False, repr=False)
+    #: keep the step sheet's inputs of this step (from 0), for ``--explain-step``
+    explain_step: int | None = None
 
 
 @dataclass
@@ -79,6 +81,7 @@ def simulate(sheet: Sheet, setup: Setup,
     for i in range(first):  # are sent as earlier ones end
         frontend.send(float(arrive[i]), i)
     engine.submitted = first
+    engine.watch = -1 if setup.explain_step is None else setup.explain_step
     complete = engine.run(progress)
     warm = setup.warmup if setup.warmup is not None else (
         min(setup.users, n // 2) if setup.users else 0)

@@ -1,4 +1,4 @@
-"""The engine loop: requests arrive, the scheduler fills each step, the step model times it.
+"""The engine loop: requests arrive, the scheduler fills each step, the step sheet times it.
 
 A run of decode-only steps between events (an arrival that can be admitted, a request
 ending, the KV pool filling) is done in closed form: the batch is fixed, each step's KV read
@@ -30,7 +30,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
-from perfgraph.whatif.simulate.step_sheet import StepSheet
+from perfgraph.whatif.simulate.step_sheet import INPUTS, StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
@@ -63,6 +63,8 @@ class Engine:
     completed: int = 0
     preemptions: int = 0
     signal: int = 0  # the signal that stopped the run, 0 if none
+    watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
+    watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
@@ -117,6 +119,9 @@ class Engine:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
+        if 0 <= self.watch - self.log.count < k:
+            kv = self.kv_dec + d * (self.watch - self.log.count)
+            self._keep(d, 0, 1, kv, kv, 0.0)
         out = self.frontend.run(stops, d)
         self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity(), out)
         self.now, self.out = float(stops[-1]), float(out[-1])
@@ -168,6 +173,8 @@ class Engine:
             p += c
             kv += done[i] + c
             pairs += model.chunk_pairs(done[i], c)
+        if self.log.count == self.watch:
+            self._keep(d, p, len(chunks), kv, self.kv_dec if d else 0, pairs)
         dt = model.time(d, p, kv, self.kv_dec if d else 0, pairs, len(chunks))
         self.now += dt
         # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
@@ -181,6 +188,10 @@ class Engine:
         self._apply(chunks)
         self.log.step(self.now, dt, d, p, tokens, self._kv_use(), self.out)
         self._finish_due()
+
+    def _keep(self, *inputs: float) -> None:
+        """The watched step's inputs, by the step sheet's input names."""
+        self.watched = {n: float(v) for n, v in zip(INPUTS, inputs, strict=True)}
 
     def _prefill_pending(self) -> bool:
         return bool(self.prefilling) or self._can_admit()

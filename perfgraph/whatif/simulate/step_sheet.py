@@ -29,6 +29,8 @@ INPUTS = ("sim_decodes", "sim_prefill_tokens", "sim_prompts", "sim_kv_tokens",
 BINDS = {"concurrency": "sim_decodes", "avg_context": "sim_decode_mean_context",
          "step_tokens": "sim_step_tokens", "chunk_step_tokens": "sim_chunk_kv_tokens"}
 OUTPUT = "sim_step_time"
+#: Decode runs this short are stepped one call at a time (cheaper than columns).
+SHORT_RUN = 16
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,24 @@ class StepSheet:
                    if attention else None,
                    m("ttft_overhead", "s"))
 
-    def time(self, decodes: float, prefill: float, kv_tokens: float,
-             decode_context: float = 0.0, pairs: float = 0.0, prompts: float = 1) -> float:
-        """Seconds of one step (the sheet's ``sim_step_time`` at these inputs)."""
+    def time(self, decodes: float, prefill: float, kv_tokens: float, decode_context: float,
+             pairs: float = 0.0, prompts: float = 1) -> float:
+        """Seconds of one step (the sheet's ``sim_step_time`` at these inputs): ``decodes``
+        sequences, ``prefill`` tokens of ``prompts`` prompts, ``kv_tokens`` of KV read and
+        written, ``decode_context`` of them the decodes' (Σ context), ``pairs`` the chunks'
+        causal pairs summed over layers (:meth:`chunk_pairs`)."""
         try:
             return self.step.call(float(decodes), float(prefill), float(prompts),
                                   float(kv_tokens), float(decode_context), float(pairs))[0]
         except ARITHMETIC as exc:
             raise _failed(exc, decodes, prefill) from None
+
+    def values(self, decodes: float, prefill: float, kv_tokens: float, decode_context: float,
+               pairs: float = 0.0, prompts: float = 1) -> dict[str, float]:
+        """Every cell the step computes, by name, in canonical magnitudes (as ``Sheet.raw``)."""
+        got = self.step.trace(float(decodes), float(prefill), float(prompts), float(kv_tokens),
+                              float(decode_context), float(pairs))
+        return dict(zip(self.step.cells, got, strict=True))
 
     def chunk_pairs(self, start: int, tokens: int) -> float:
         """Causal pairs (summed over layers) of a chunk of ``tokens`` after ``start``: the
@@ -74,6 +86,9 @@ class StepSheet:
     def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
         """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
         KV read grows by ``decodes`` tokens (one evaluation over the run's columns)."""
+        if steps <= SHORT_RUN:
+            return np.array([self.time(decodes, 0, kv, kv) for kv in
+                             (kv_tokens + decodes * j for j in range(steps))])
         kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
         with np.errstate(all="ignore"):
             out = self.run.call(float(decodes), 0.0, 1.0, kv, kv, 0.0)[0]
@@ -89,38 +104,45 @@ def _failed(exc: Exception, decodes: float, prefill: float) -> InputError:
                       f"--explain-step", name=OUTPUT)
 
 
-def explain_step(sheet: Sheet, values: dict[str, float]) -> list[str]:
-    """Lines that show one step as ``explain`` shows a cell: its inputs, then each cell the
-    step computes (its formula, the formula with that step's values, the result)."""
+@dataclass(frozen=True)
+class StepCell:
+    """One cell of an explained step: as ``explain`` shows a cell, at that step's values."""
+
+    name: str
+    doc: str
+    unit: str
+    value: float  # in its declared unit
+    shown: str  # the value with its unit, as explain prints it
+    formula: str | None = None  # None for a step input
+    substituted: str | None = None
+    bound: str | None = None  # the step cell it reads in place of its own formula
+
+
+def explain_step(sheet: Sheet, inputs: dict[str, float]) -> list[StepCell]:
+    """One step as ``explain`` shows a cell: its inputs (canonical magnitudes, by name),
+    then each cell the step computes, in order, with its formula, the formula with that
+    step's values, and its result."""
     step = fuse(sheet, INPUTS, (OUTPUT,), BINDS)
-    args = [values[n] for n in INPUTS]
-    computed = dict(zip(step.cells, step.trace(*args), strict=True))
-    known = {**dict(zip(INPUTS, args, strict=True)), **computed}
+    args = [inputs[n] for n in INPUTS]
+    known = {**dict(zip(INPUTS, args, strict=True)),
+             **dict(zip(step.cells, step.trace(*args), strict=True))}
+
+    def value(name: str) -> float:
+        raw = known[name] if name in known else sheet.raw(name)
+        return float(raw) / sheet.declaration(name).parsed_unit.factor  # type: ignore[arg-type]
 
     def show(name: str) -> str:
-        if name in known:
-            decl = sheet.declaration(name)
-            factor = decl.parsed_unit.factor
-            return quantity(known[name] / factor, decl.unit, flag=decl.flag)
-        return _shown_constant(sheet, name)
-
-    lines = ["inputs:"]
-    lines += [f"  {n} = {show(n)}" for n in INPUTS]
-    for name in step.cells:
-        formula = step.formulas[name]
-        bound = f"  (in place of its average: reads {BINDS[name]})" if name in BINDS else ""
-        lines += [f"{name} = {formula.text}{bound}",
-                  f"  = {formula.render(show)}",
-                  f"  = {show(name)}"]
-    return lines
-
-
-def _shown_constant(sheet: Sheet, name: str) -> str:
-    try:
+        if name not in known and name not in sheet.names:
+            return name  # a unit in the formula
         decl = sheet.declaration(name)
-    except Exception:  # a unit in the formula (token, ms): shown as itself
-        return name
-    value = sheet.raw(name)
-    if not isinstance(value, float) or not math.isfinite(value):
-        return f"#ERR({name})"
-    return quantity(value / decl.parsed_unit.factor, decl.unit, flag=decl.flag)
+        v = value(name)
+        return quantity(v, decl.unit, flag=decl.flag) if math.isfinite(v) else f"#ERR({name})"
+
+    def cell(name: str) -> StepCell:
+        decl = sheet.declaration(name)
+        formula = step.formulas.get(name)
+        return StepCell(name, decl.doc, decl.unit, value(name), show(name),
+                        formula.text if formula else None,
+                        formula.render(show) if formula else None, BINDS.get(name))
+
+    return [cell(n) for n in (*INPUTS, *step.cells)]
