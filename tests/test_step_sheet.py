@@ -197,6 +197,16 @@ def test_explain_step_as_json_is_the_logged_step(capsys: pytest.CaptureFixture[s
     assert cells["step_tokens"]["bound"] == "sim_step_tokens"
 
 
+def test_a_step_the_sheet_cannot_time_is_one_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """Pinned to 0 microbatches, the first step divides by zero: the folding of switched-off
+    terms (0 × x) must not hide it as a step of 0 s."""
+    code = main(["simulate", "--users", "4", "--requests", "10", "--set", "sim_microbatches=0"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "step 1: the step sheet has no value for a step of 0 decodes and 1024 prefill " \
+           "tokens (division by zero in 'sim_step_time' or a cell it reads)" in err
+
+
 @pytest.mark.parametrize("step, says", [("0", "--explain-step: 0: steps count from 1"),
                                         ("99999", "--explain-step: 99999: the run took ")])
 def test_explain_step_out_of_the_run(step: str, says: str,

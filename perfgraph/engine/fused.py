@@ -37,6 +37,8 @@ from perfgraph.engine.units import formula_unit, parse_quantity
 from perfgraph.errors import EvaluationError
 
 _serial = itertools.count()
+#: The calls that never fail on numbers (the table's, as the fused function names them).
+_SAFE = frozenset({"_min", "_max", "_abs", "_And", "_Or", "_not", "_pick"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
             body.aliases[n] = value
         else:
             stmts.append(ast.Assign([ast.Name(_local(n), ast.Store())], value))
+            if body.may_raise(value):
+                body.risky.add(_local(n))
     returned = {"call": [body.name(n) for n in outs],
                 "trace": [body.name(n) for n in cells]}
     fns = {kind: _function(ins, _needed(stmts, values), values, body.globals)
@@ -153,6 +157,7 @@ class _Body:
         self.ins, self.computed, self.consts, self.columns = set(ins), computed, consts, columns
         self.globals: dict[str, Any] = {"__builtins__": {}, "_pick": _pick}
         self.aliases: dict[str, ast.Name] = {}
+        self.risky: set[str] = set()  # locals whose expression may raise (a cell that fails)
 
     def expr(self, tree: ast.expr) -> ast.expr:
         out = self._visit(tree)
@@ -191,7 +196,7 @@ class _Body:
         if isinstance(node, ast.Name):
             return self.name(node.id)
         if isinstance(node, ast.BinOp):
-            return _simplified(self._visit(node.left), node.op, self._visit(node.right))
+            return self._simplified(self._visit(node.left), node.op, self._visit(node.right))
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
                 return self._call(f"_not{int(self.columns)}", UNARY[ast.Not], [node.operand])
@@ -207,18 +212,52 @@ class _Body:
                               FUNCTIONS[node.func.id], node.args)
         raise EvaluationError(f"cannot fuse {ast.dump(node)}")  # the validator allows no more
 
+    def _simplified(self, left: ast.expr, op: ast.operator, right: ast.expr) -> ast.expr:
+        """``x × 1``, ``x ÷ 1``, ``x ± 0`` are ``x``; ``0 × x`` is 0 where ``x`` cannot fail
+        (a term switched off costs nothing, and what it would have read is not computed)."""
+        lv = left.value if isinstance(left, ast.Constant) else None
+        rv = right.value if isinstance(right, ast.Constant) else None
+        if isinstance(op, ast.Mult | ast.Div) and rv == 1 or isinstance(op, ast.Add | ast.Sub) \
+                and rv == 0:
+            return left
+        if isinstance(op, ast.Mult) and lv == 1 or isinstance(op, ast.Add) and lv == 0:
+            return right
+        if isinstance(op, ast.Mult) and (lv == 0 and not self.may_raise(right)
+                                         or rv == 0 and not self.may_raise(left)):
+            return ast.Constant(0.0)
+        return ast.BinOp(left, op, right)
+
+    def may_raise(self, tree: ast.expr) -> bool:
+        """Whether computing ``tree`` may fail (as its cell would, a value that is no
+        number): a division by anything but a constant other than 0, a power, a function
+        other than min, max and abs, or a local that may."""
+        for n in ast.walk(tree):
+            if isinstance(n, ast.BinOp) and (isinstance(n.op, ast.Pow) or isinstance(
+                    n.op, ast.Div) and not _nonzero(n.right)):
+                return True
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                    and n.func.id.rstrip("01") not in _SAFE:
+                return True
+            if isinstance(n, ast.Name) and n.id in self.risky:
+                return True
+        return False
+
     def _boolean(self, node: ast.BoolOp) -> ast.expr:
         """``and`` / ``or``: a constant operand that decides it decides it now; the
         others are left out (``x and 1`` is ``x``'s truth)."""
         deciding = isinstance(node.op, ast.Or)  # the truth that settles it
         values: list[ast.expr] = []
+        settled = False
         for v in node.values:
             out = self._visit(v)
             if isinstance(out, ast.Constant):
-                if bool(out.value) == deciding:
-                    return ast.Constant(float(deciding))
+                settled = settled or bool(out.value) == deciding
                 continue
             values.append(out)
+        if settled and not any(self.may_raise(v) for v in values):  # every operand counts
+            return ast.Constant(float(deciding))
+        if settled:
+            values.append(ast.Constant(float(deciding)))
         if not values:
             return ast.Constant(float(not deciding))
         op = BOOLEAN[type(node.op)]
@@ -257,7 +296,7 @@ class _Body:
             return self._visit(node.body if test.value else node.orelse)
         body, orelse = self._visit(node.body), self._visit(node.orelse)
         if isinstance(body, ast.Constant) and isinstance(orelse, ast.Constant) \
-                and body.value == orelse.value:
+                and body.value == orelse.value and not self.may_raise(test):
             return body  # either way the same
         if not self.columns:
             return ast.IfExp(test, body, orelse)
@@ -267,19 +306,13 @@ class _Body:
         return ast.Call(ast.Name("_pick", ast.Load()), [test, *lazy], [])
 
 
-def _simplified(left: ast.expr, op: ast.operator, right: ast.expr) -> ast.expr:
-    """``x × 1``, ``x ÷ 1``, ``x ± 0`` are ``x``; ``0 × x`` and ``0 ÷ x`` are 0 (a term
-    switched off costs nothing, and what it would have read is not computed)."""
-    lv = left.value if isinstance(left, ast.Constant) else None
-    rv = right.value if isinstance(right, ast.Constant) else None
-    if isinstance(op, ast.Mult | ast.Div) and rv == 1 or isinstance(op, ast.Add | ast.Sub) \
-            and rv == 0:
-        return left
-    if isinstance(op, ast.Mult) and lv == 1 or isinstance(op, ast.Add) and lv == 0:
-        return right
-    if isinstance(op, ast.Mult) and 0 in (lv, rv) or isinstance(op, ast.Div) and lv == 0:
-        return ast.Constant(0.0)
-    return ast.BinOp(left, op, right)
+def _nonzero(tree: ast.expr) -> bool:
+    """A divisor that is never 0: a constant other than 0, or max(…, c) with c > 0."""
+    if isinstance(tree, ast.Constant):
+        return bool(tree.value != 0)
+    return isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) \
+        and tree.func.id.startswith("_max") and any(
+            isinstance(a, ast.Constant) and a.value > 0 for a in tree.args)
 
 
 def _pick(test: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any:

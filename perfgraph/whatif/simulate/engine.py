@@ -30,7 +30,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
-from perfgraph.whatif.simulate.step_sheet import INPUTS, StepSheet
+from perfgraph.whatif.simulate.step_sheet import INPUTS, StepFailed, StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
@@ -85,6 +85,9 @@ class Engine:
                 tick += 1
                 if progress is not None and tick % 256 == 0:
                     progress(self.completed)
+        except StepFailed as exc:
+            raise StepFailed(f"step {self.log.count + 1}: {exc.message}", name=exc.name) \
+                from None
         except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli.main)
             self.signal = int(getattr(exc, "signum", 2))
             return False

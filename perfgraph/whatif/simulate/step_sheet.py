@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgraph.engine.formula.compile import ARITHMETIC
+from perfgraph.engine.formula.compile import ARITHMETIC, failure
 from perfgraph.engine.fused import Fused, fuse
 from perfgraph.engine.numbers import quantity
 from perfgraph.engine.sheet import Sheet
@@ -98,10 +98,14 @@ class StepSheet:
         return values
 
 
-def _failed(exc: Exception, decodes: float, prefill: float) -> InputError:
-    return InputError(f"the step sheet has no {OUTPUT} for a step of {decodes:g} decodes and "
-                      f"{prefill:g} prefill tokens ({exc}); see perfgraph simulate "
-                      f"--explain-step", name=OUTPUT)
+def _failed(exc: Exception, decodes: float, prefill: float) -> StepFailed:
+    return StepFailed(f"the step sheet has no value for a step of {decodes:g} decodes and "
+                      f"{prefill:g} prefill tokens ({failure(exc, OUTPUT)} or a cell it "
+                      f"reads): a pin, or an input the step cells read?", name=OUTPUT)
+
+
+class StepFailed(InputError):
+    """A step the step sheet gives no time for (the engine says which step)."""
 
 
 @dataclass(frozen=True)
