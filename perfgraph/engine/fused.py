@@ -312,7 +312,8 @@ def _nonzero(tree: ast.expr) -> bool:
         return bool(tree.value != 0)
     return isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) \
         and tree.func.id.startswith("_max") and any(
-            isinstance(a, ast.Constant) and a.value > 0 for a in tree.args)
+            isinstance(a, ast.Constant) and isinstance(a.value, float) and a.value > 0
+            for a in tree.args)
 
 
 def _pick(test: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any:
