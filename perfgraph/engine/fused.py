@@ -80,11 +80,11 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
             stmts.append(ast.Assign([ast.Name(_local(n), ast.Store())], value))
             if body.may_raise(value):
                 body.risky.add(_local(n))
-    returned = {"call": [body.name(n) for n in outs],
-                "trace": [body.name(n) for n in cells]}
-    fns = {kind: _function(ins, _needed(stmts, values), values, body.globals)
-           for kind, values in returned.items()}
-    return Fused(ins, outs, cells, formulas, fns["call"], fns["trace"])
+    outputs = [body.name(n) for n in outs]
+    call = _function(ins, _needed(stmts, outputs), outputs, body.globals)
+    every = [body.name(n) for n in cells]
+    return Fused(ins, outs, cells, formulas, call,
+                 _later(lambda: _function(ins, stmts, every, body.globals)))
 
 
 def _formulas(sheet: Sheet, ins: tuple[str, ...], outs: tuple[str, ...],
@@ -107,6 +107,18 @@ def _formulas(sheet: Sheet, ins: tuple[str, ...], outs: tuple[str, ...],
         found[name] = formula
         stack.extend(formula.names)
     return found
+
+
+def _later(build: Callable[[], Callable[..., tuple[Any, ...]]],
+           ) -> Callable[..., tuple[Any, ...]]:
+    """A function compiled when first called (``trace`` is for explanations only)."""
+    built: list[Callable[..., tuple[Any, ...]]] = []
+
+    def call(*args: Any) -> tuple[Any, ...]:
+        if not built:
+            built.append(build())
+        return built[0](*args)
+    return call
 
 
 def _needed(stmts: list[ast.stmt], returned: list[ast.expr]) -> list[ast.stmt]:
@@ -160,8 +172,7 @@ class _Body:
         self.risky: set[str] = set()  # locals whose expression may raise (a cell that fails)
 
     def expr(self, tree: ast.expr) -> ast.expr:
-        out = self._visit(tree)
-        return ast.fix_missing_locations(out)
+        return self._visit(tree)
 
     def _visit(self, node: ast.expr) -> ast.expr:
         """The node translated, and computed now when it reads no argument or cell the
