@@ -80,8 +80,8 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
             stmts.append(ast.Assign([ast.Name(_local(n), ast.Store())], value))
             if body.may_raise(value):
                 body.risky.add(_local(n))
-    outputs = [body.name(n) for n in outs]
-    call = _function(ins, _needed(stmts, outputs), outputs, body.globals)
+    returned = [body.name(n) for n in outs]
+    call = _function(ins, _needed(stmts, returned), returned, body.globals)
     every = [body.name(n) for n in cells]
     return Fused(ins, outs, cells, formulas, call,
                  _later(lambda: _function(ins, stmts, every, body.globals)))
