@@ -131,12 +131,16 @@ def explain_step(sheet: Sheet, inputs: dict[str, float]) -> list[StepCell]:
     known = {**dict(zip(INPUTS, args, strict=True)),
              **dict(zip(step.cells, step.trace(*args), strict=True))}
 
+    cells = set(sheet.names)
+
     def value(name: str) -> float:
         raw = known[name] if name in known else sheet.raw(name)
-        return float(raw) / sheet.declaration(name).parsed_unit.factor  # type: ignore[arg-type]
+        if not isinstance(raw, float):  # a cell that failed
+            return math.nan
+        return raw / sheet.declaration(name).parsed_unit.factor
 
     def show(name: str) -> str:
-        if name not in known and name not in sheet.names:
+        if name not in cells:
             return name  # a unit in the formula
         decl = sheet.declaration(name)
         v = value(name)
