@@ -207,6 +207,15 @@ def test_a_step_the_sheet_cannot_time_is_one_message(capsys: pytest.CaptureFixtu
            "tokens (division by zero in 'sim_step_time' or a cell it reads)" in err
 
 
+def test_a_step_cell_that_fails_on_the_sheet_is_one_message(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["simulate", "--rate", "1 request/s", "--requests", "5", "--set",
+                 "step_overhead=achievable_flops / (tp - tp) * ms * s / FLOP"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "step_overhead: read by sim_step_time, it has no value: division by zero" in err
+
+
 @pytest.mark.parametrize("step, says", [("0", "--explain-step: 0: steps count from 1"),
                                         ("99999", "--explain-step: 99999: the run took ")])
 def test_explain_step_out_of_the_run(step: str, says: str,

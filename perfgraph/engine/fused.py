@@ -64,9 +64,10 @@ def fuse(sheet: Sheet, inputs: Iterable[str], outputs: Iterable[str],
     read = {n for f in formulas.values() for n in f.names} | set(outs)
     consts = {n: sheet.raw(n) for n in read
               if n not in formulas and n not in ins and formula_unit(n) is None}
-    bad = [n for n, v in consts.items() if not isinstance(v, float)]
+    bad = sorted(n for n, v in consts.items() if not isinstance(v, float))
     if bad:
-        raise EvaluationError(f"the cells {', '.join(sorted(bad))} have no value", name=bad[0])
+        why = getattr(consts[bad[0]], "message", "no value")
+        raise EvaluationError(f"read by {outs[0]}, it has no value: {why}", name=bad[0])
     body = _Body(ins, set(formulas), consts, columns)
     stmts: list[ast.stmt] = []
     for n in cells:
