@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfgraph.cli.main import main
 from perfgraph.engine.fused import fuse
@@ -166,6 +168,28 @@ def test_fuse_follows_pins_bindings_and_columns() -> None:
     cols = fuse(sheet, ["avg_context"], ["itl"], columns=True)
     got = cols.call(np.array([1536.0, 3000.0]))[0]
     assert got[0] == pytest.approx(sheet.raw("itl"), rel=1e-12) and got[1] > got[0]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(["dense calibrated, kernel roofline", "sliding window", "linear layers",
+                        "mla under tp", "pp steady, kernel roofline"]),
+       st.floats(1, 200_000), st.integers(1, 512))
+def test_fused_cells_are_the_sheets_own_evaluation(name: str, context: float,
+                                                   users: int) -> None:
+    """A fused slice (folded, simplified, dead cells dropped) gives what the sheet gives
+    with the same inputs pinned, floats and columns alike."""
+    sheet = load(SCENARIOS[name]).sheet
+    outs = ["itl", "ttft", "kv_bytes_per_seq", "decode_step_time", "chunk_step_time",
+            "max_concurrency_paged", "sim_step_time"]
+    fused = fuse(sheet, ["avg_context", "concurrency"], outs)
+    cols = fuse(sheet, ["avg_context", "concurrency"], outs, columns=True)
+    got = fused.call(context, float(users))
+    col = cols.call(np.array([context, context]), np.array([users, users], dtype=float))
+    sheet.set("avg_context", f"{context!r} token")
+    sheet.set("concurrency", str(users))
+    for n, a, c in zip(outs, got, col, strict=True):
+        assert a == pytest.approx(sheet.raw(n), rel=1e-12), n
+        assert np.broadcast_to(c, (2,)) == pytest.approx([sheet.raw(n)] * 2, rel=1e-12), n
 
 
 def test_explain_step_shows_inputs_formulas_values_and_results(
