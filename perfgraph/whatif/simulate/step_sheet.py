@@ -26,8 +26,10 @@ from perfgraph.errors import InputError
 INPUTS = ("sim_decodes", "sim_prefill_tokens", "sim_prompts", "sim_kv_tokens",
           "sim_decode_context", "sim_chunk_pairs")
 #: The cells inside the step that read a step cell in place of the scenario's average.
-BINDS = {"concurrency": "sim_decodes", "avg_context": "sim_decode_mean_context",
-         "step_tokens": "sim_step_tokens", "chunk_step_tokens": "sim_chunk_kv_tokens"}
+BINDS = {"concurrency": "sim_decodes", "running_batch": "sim_decodes",
+         "avg_context": "sim_decode_mean_context", "step_tokens": "sim_step_tokens",
+         "chunk_step_tokens": "sim_chunk_kv_tokens",
+         "chunk_microbatches": "sim_chunk_microbatches", "pp_step_stages": "sim_stages"}
 OUTPUT = "sim_step_time"
 #: Decode runs this short are stepped one call at a time (cheaper than columns).
 SHORT_RUN = 16
