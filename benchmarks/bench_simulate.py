@@ -3,9 +3,10 @@
 Run: python3 benchmarks/bench_simulate.py
 Target (issue 14): ≤ 2 s on 2 cores; cost linear in steps, memory in requests (not tokens).
 Prints figures beside the simulated time they cover, and a baseline measured in the same
-run: the same steps taken one at a time by the step model (no closed-form runs), so the
-ratio says what the event skipping buys; and the 10,000-request run again with the API
-server's loop on (``frontend``), against the run without. Asserts nothing.
+run: the same steps taken one at a time by the fused step sheet (no runs over columns), so
+the ratio says what the event skipping buys; the time to fuse the step sheet once; and the
+10,000-request run again with the API server's loop on (``frontend``), against the run
+without. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 
 from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Setup, simulate
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -29,11 +30,11 @@ def timed(fn, repeat: int = 5) -> tuple[float, float, object]:  # noqa: ANN001
     return min(times), statistics.median(times), out
 
 
-def one_at_a_time(model: StepModel, steps: int) -> float:
-    """Baseline: a Python call of the step model per step, nothing else."""
+def one_at_a_time(model: StepSheet, steps: int) -> float:
+    """Baseline: a Python call of the fused step sheet per step, nothing else."""
     t, kv = 0.0, 64 * 1024.0
     for _ in range(steps):
-        t += model.time(64, 0, kv)
+        t += model.time(64, 0, kv, kv)
         kv += 64
     return t
 
@@ -50,7 +51,7 @@ def main() -> None:
         if requests == 10_000:
             summary = timed(lambda r=run: summarise(r, sheet), repeat=5)  # type: ignore[misc]
             steps = s["steps"]
-    model = StepModel.from_sheet(sheet)
+    fused, _, model = timed(lambda: StepSheet.from_sheet(sheet), repeat=3)
     base, _, _ = timed(lambda: one_at_a_time(model, steps), repeat=3)
     looped = load().sheet  # the API server's loop on: every step also passes through it
     looped.set("frontend_request_time", "1 ms")
@@ -63,7 +64,8 @@ def main() -> None:
         print(f"| {n:,} | {st:,} | {sim:,.0f} s | {best:.3f} s | {median:.3f} s | "
               f"{best / st * 1e6:.2f} |")
     print(f"\nsummary of the 10,000-request run (percentiles, windows): {summary[0]:.3f} s")
-    print(f"baseline, the step model called once per step for the same {steps:,} steps: "
+    print(f"fusing the step sheet (once a simulation): {fused:.3f} s")
+    print(f"baseline, the fused step sheet called once per step for the same {steps:,} steps: "
           f"{base:.3f} s ({rows[1][3] / base:.2f}× of it for the whole simulation)")
     print(f"with the API server's loop on (1 ms a request, 0.1 ms a token): {loop_steps:,} "
           f"steps in {loop_best:.3f} s best ({loop_best / rows[1][3]:.2f}× the run without, "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
+from tests.test_step_sheet import assert_the_step_is_the_sheets
 
 SETS = ("tp=4", "pp=2", "microbatches=2", "pp_steady_state=true", "concurrency=64",
         "pp_handoffs=true")
@@ -50,7 +51,7 @@ def test_the_decode_step_and_the_simulated_step_carry_it() -> None:
     step = far.magnitude("decode_step_time", "s") - near.magnitude("decode_step_time", "s")
     assert step == pytest.approx(far.magnitude("pp_handoff_time", "s")
                                  - near.magnitude("pp_handoff_time", "s"))
-    a, b = StepModel.from_sheet(near), StepModel.from_sheet(far)
+    a, b = StepSheet.from_sheet(near), StepSheet.from_sheet(far)
     ctx = 64 * 1536
     got = b.time(64, 0, ctx, ctx) - a.time(64, 0, ctx, ctx)
     assert got == pytest.approx(step, rel=1e-9)
@@ -66,10 +67,10 @@ def test_a_lone_prompt_under_pp_runs_the_stages_in_turn(steady: str) -> None:
     from perfgraph.whatif.simulate.summary import summarise
 
     s = sheet("pp_across_nodes=true", f"pp_steady_state={steady}")
-    model = StepModel.from_sheet(s)
-    assert model.check(s) == []
+    model = StepSheet.from_sheet(s)
+    assert_the_step_is_the_sheets(s)
     isl = s.magnitude("isl", "token")
-    assert model.time(0, isl, isl, 0, isl * isl / 2) == pytest.approx(
+    assert model.time(0, isl, isl, 0, model.chunk_pairs(0, isl)) == pytest.approx(
         s.magnitude("prefill_time", "s") + s.magnitude("prefill_tp_comm_time", "s"), rel=1e-9)
     gap = 10 * s.magnitude("e2e_latency", "s")
     ttft = summarise(simulate(s, Setup(rate=1 / gap, cv=0.0, requests=5)), s)["latency"]["ttft"]
@@ -83,7 +84,7 @@ def test_a_prompt_chunk_fills_one_microbatch_and_the_heaviest_sets_the_stage() -
     tokens; one prompt costs (4096 − 2048) × (FLOPs/token ÷ (pp × compute) + activation time
     per token ÷ pp) per stage more than two, over the pp_step_stages = 2 stages."""
     s = sheet("kernel_roofline=true", "replicated_activations=true")
-    model = StepModel.from_sheet(s)
+    model = StepSheet.from_sheet(s)
     ctx, chunk = 64 * 1536, 4096
     one = model.time(64, chunk, ctx + chunk, ctx, 0.0, prompts=1)
     two = model.time(64, chunk, ctx + chunk, ctx, 0.0, prompts=2)
@@ -94,7 +95,7 @@ def test_a_prompt_chunk_fills_one_microbatch_and_the_heaviest_sets_the_stage() -
     assert many == pytest.approx(two)  # at most pp_microbatches carry chunks
     # the sheet's chunk step divides its prompt tokens the same way (chunk_microbatches)
     assert s.magnitude("chunk_microbatches") == 1  # the default 1k prompt, one a chunk step
-    assert model.check(s) == []
+    assert_the_step_is_the_sheets(s)
 
 
 def test_the_pure_roofline_has_no_handoff() -> None:
@@ -112,6 +113,5 @@ def test_the_pure_roofline_has_no_handoff() -> None:
     assert off.magnitude("decode_step_time", "s") == pytest.approx(
         2 * max(off.magnitude("decode_memory_time", "s"),
                 off.magnitude("decode_compute_time", "s")), rel=1e-12)
-    model = StepModel.from_sheet(off)
-    assert model.handoff_latency == model.handoff_per_token == 0
-    assert model.check(off) == []
+    assert off.magnitude("sim_handoff_time", "s") == 0  # the simulator's step too
+    assert_the_step_is_the_sheets(off)

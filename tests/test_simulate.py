@@ -13,9 +13,10 @@ import pytest
 from perfgraph.cli.main import main
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import stats, summarise, weighted_quantiles
 from tests.conftest import DATA
+from tests.test_step_sheet import assert_the_step_is_the_sheets
 
 VLLM_LENGTHS = DATA / "simulate" / "a100_tp8_qps_04_lengths.json"
 OTHER = ScenarioSpec(model="llama-3.1-8b", precision="bf16", sets=(parse_set("tp=1"),))
@@ -31,16 +32,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_the_step_model_is_the_sheets_decode_step_and_prefill() -> None:
+def test_the_step_sheet_is_the_sheets_decode_step_and_prefill() -> None:
     sheet = sheet_of()
-    model = StepModel.from_sheet(sheet)
+    model = StepSheet.from_sheet(sheet)
     ctx = 64 * 1536  # the seed's worked example: 64 sequences at avg_context 1536
     assert model.time(64, 0, ctx, ctx) == pytest.approx(12.93e-3, rel=1e-3)  # 8.66E10 B / 6.7 TB/s
     assert model.time(0, 1024, 1024, 0, 1024 * 1024) == pytest.approx(36.51e-3, rel=1e-3)
-    assert model.check(sheet) == []
+    assert_the_step_is_the_sheets(sheet)
     run_ = model.decode_run(64, ctx, 3)
-    assert run_[0] == pytest.approx(model.time(64, 0, ctx))
-    assert run_[2] == pytest.approx(model.time(64, 0, ctx + 128))
+    assert run_[0] == pytest.approx(model.time(64, 0, ctx, ctx))
+    assert run_[2] == pytest.approx(model.time(64, 0, ctx + 128, ctx + 128))
 
 
 @pytest.mark.parametrize("spec", [ScenarioSpec(), OTHER], ids=["default", "8b-bf16-tp1"])
@@ -225,13 +226,12 @@ def test_the_readme_example_is_what_simulate_prints(capsys: pytest.CaptureFixtur
     assert code == 0 and out == expected
 
 
-def test_a_calibration_profile_reaches_the_step_model() -> None:
+def test_a_calibration_profile_reaches_the_step_sheet() -> None:
     """The shipped H100 vLLM profile turns on the realistic terms (kernel rooflines, prefill
-    in the step, per-sequence and TTFT fixed costs): the step model reads every one."""
+    in the step, per-sequence and TTFT fixed costs): the step sheet reads every one."""
     sheet = sheet_of(ScenarioSpec(calibration="auto"))
     assert sheet.magnitude("kernel_roofline") and sheet.magnitude("seq_step_overhead") > 0
-    model = StepModel.from_sheet(sheet)
-    assert model.check(sheet) == []
+    assert_the_step_is_the_sheets(sheet)
     gap = 10 * sheet.magnitude("e2e_latency", "s")
     alone = summarise(simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=10)), sheet)
     want = sum(sheet.magnitude(c) for c in ("prefill_time", "prefill_activation_time",
@@ -246,8 +246,10 @@ def test_a_calibration_profile_reaches_the_step_model() -> None:
     tpot = loop["latency"]["tpot"][1]["mean"]
     b, isl, osl = 64, 1024, 1024
     ctx, chunk = b * (isl + osl / 2), 8192 - b
+    model = StepSheet.from_sheet(sheet)
     plain = model.time(b, 0, ctx, ctx)
-    carrying = model.time(b, chunk, ctx + chunk, ctx, chunk / isl * isl * isl / 2)
+    # ~8 whole prompts: each its own causal pairs, summed over layers
+    carrying = model.time(b, chunk, ctx + chunk, ctx, chunk / isl * model.chunk_pairs(0, isl))
     by_hand = plain + b * isl / chunk / osl * (carrying - plain)
     assert tpot == pytest.approx(sheet.magnitude("itl"), rel=0.03)  # issue 14's 3%
     assert tpot == pytest.approx(1e3 * by_hand, rel=0.04)  # ms

@@ -13,8 +13,9 @@ import pytest
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.scheduler import policy
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import summarise
+from tests.test_step_sheet import assert_the_step_is_the_sheets
 
 H100_8K = ScenarioSpec(model="llama-3.3-70b", hardware="h100-sxm", precision="fp8",
                        workload="long-prompt-8k1k", calibration="auto",
@@ -41,11 +42,11 @@ def test_an_8k_prompt_in_a_closed_loop_takes_the_sheets_two_chunks() -> None:
     TTFT cost, by hand from the step model."""
     sheet = load(H100_8K).sheet
     assert sheet.magnitude("ttft_prefill_chunks") == 2
-    model = StepModel.from_sheet(sheet)
+    model = StepSheet.from_sheet(sheet)
     b, isl, osl = 8, 8192, 1024
     ctx = b * (isl + osl / 2)  # the decoders' KV, mid-way through their outputs
-    first = model.time(b, isl - b, ctx + isl - b, ctx, (isl - b) ** 2 / 2)
-    second = model.time(b, b, ctx + isl, ctx, b * (isl - b) + b * b / 2)
+    first = model.time(b, isl - b, ctx + isl - b, ctx, model.chunk_pairs(0, isl - b))
+    second = model.time(b, b, ctx + isl, ctx, model.chunk_pairs(isl - b, b))
     s = summarise(simulate(sheet, Setup(users=8, requests=200)), sheet)
     ttft = s["latency"]["ttft"][1]
     assert ttft["p50"] == pytest.approx(1e3 * (first + second + model.ttft_overhead), rel=0.01)
@@ -71,7 +72,7 @@ def test_with_chunk_steps_the_sheet_agrees_with_the_simulation(spec: ScenarioSpe
                                         requests=400)), sheet)
     assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
     assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.03)
-    assert StepModel.from_sheet(sheet).check(sheet) == []
+    assert_the_step_is_the_sheets(sheet)
 
 
 def test_chunk_steps_by_hand() -> None:

@@ -11,8 +11,10 @@ when it is a terminal; Ctrl-C stops the run and prints the summary so far, marke
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from dataclasses import asdict
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import (
@@ -24,10 +26,11 @@ from perfgraph.cli.options import (
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 from perfgraph.output import parquet as export
-from perfgraph.whatif.simulate import Setup, check, simulate
+from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
+from perfgraph.whatif.simulate.step_sheet import explain_step
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -65,6 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", "-o", metavar="FILE.parquet", help="one row per request")
     p.add_argument("--trace", metavar="FILE.json", help="a Chrome/Perfetto trace of the steps")
     add_force_option(p)
+    p.add_argument("--explain-step", type=int, metavar="N",
+                   help="show step N of the run (1 = the first) the way explain shows a "
+                        "cell: its inputs, each step cell's formula with that step's values, "
+                        "the result (in place of the summary)")
     p.set_defaults(func=run)
 
 
@@ -74,6 +81,8 @@ def setup_from(args: argparse.Namespace) -> Setup:
         if value is not None and value < 1:
             flag = "--" + opt.replace("_", "-")
             raise InputError(f"{value}: must be at least 1", name=flag)
+    if args.explain_step is not None and args.explain_step < 1:
+        raise InputError(f"{args.explain_step}: steps count from 1", name="--explain-step")
     if args.warmup is not None and args.warmup < 0:
         raise InputError(f"{args.warmup}: must be 0 or more", name="--warmup")
     for opt, value in (("--out", args.out), ("--trace", args.trace)):
@@ -87,7 +96,8 @@ def setup_from(args: argparse.Namespace) -> Setup:
     setup = Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
                   lengths=args.lengths, seed=args.seed, warmup=args.warmup,
                   scheduler=args.scheduler, token_budget=args.token_budget,
-                  max_seqs=args.max_num_seqs)
+                  max_seqs=args.max_num_seqs,
+                  explain_step=None if args.explain_step is None else args.explain_step - 1)
     check(setup)
     return setup
 
@@ -102,6 +112,12 @@ def run(args: argparse.Namespace) -> int:
         print("\r\033[K", end="", file=sys.stderr, flush=True)  # clear the bar's line
     for note in result.notes:
         print(f"perfgraph: note: {note}", file=sys.stderr)
+    if setup.explain_step is not None and result.complete:
+        text = explained(result, sheet, args.format)  # refused before any file is written
+        if args.out or args.trace:
+            _write(args, result)
+        sys.stdout.write(text)
+        return 0
     summary = summarise(result, sheet)
     summary["run_measured"] = result.lengths.measured
     summary["measured_source"] = result.lengths.source
@@ -134,6 +150,34 @@ def _sheet_line(sheet: Sheet, users: int | None) -> str:
     m = sheet.magnitude
     return (f"the sheet: ttft {m('ttft'):.4g} ms, itl {m('itl'):.4g} ms, throughput "
             f"{m('throughput'):.4g} tok/s at concurrency {m('concurrency'):.4g}")
+
+
+def explained(result: Run, sheet: Sheet, fmt: str) -> str:
+    """``--explain-step``: the watched step's cells, as text or JSON."""
+    engine, n = result.engine, result.setup.explain_step or 0
+    if engine.watched is None:
+        raise InputError(f"{n + 1}: the run took {engine.log.count:,} steps",
+                         name="--explain-step")
+    cells = explain_step(sheet, engine.watched)
+    steps = engine.log.arrays()
+    end, dur = float(steps["end"][n]), float(steps["dur"][n])
+    if fmt == "json":
+        return json.dumps({"step": n + 1, "steps": engine.log.count, "end_s": end,
+                           "duration_s": dur, "cells": [asdict(c) for c in cells]},
+                          indent=2) + "\n"
+    out = [f"step {n + 1:,} of {engine.log.count:,}: ends at {end:.6g} s, takes "
+           f"{dur * 1e3:.4g} ms", "inputs"]
+    out += [f"  {c.name} = {c.shown}" for c in cells if c.formula is None]
+    for c in cells:
+        if c.formula is None:
+            continue
+        out.append(f"{c.name}: {c.doc}")
+        if c.bound:
+            out.append(f"  formula      {c.formula}   (the step's, in place of its own)")
+        else:
+            out += [f"  formula      {c.formula}", f"  with values  {c.substituted}"]
+        out.append(f"  result       {c.shown}")
+    return "\n".join(out) + "\n"
 
 
 def _write(args: argparse.Namespace, result: object) -> None:

@@ -1,10 +1,10 @@
 """``perfgraph simulate``: a request-level serving simulation timed by the sheet.
 
-:func:`simulate` builds the step model once from the sheet (``step_time``), the scheduler's
-policy (``scheduler``), the KV block pool (``kv``: ``kv_memory ÷ kv_block_bytes`` blocks of
-``block_size``), lengths and arrivals (``lengths``, ``arrivals``), runs the engine loop
-(``engine``), with requests and tokens passing through the API server's loop
-(``frontend``), and summarises it (``summary``).
+:func:`simulate` fuses the step sheet once (``step_sheet``: every step's time is the
+sheet's ``sim_step_time``), the scheduler's policy (``scheduler``), the KV block pool (``kv``:
+the sheet's ``sim_kv_blocks`` blocks of ``block_size``), lengths and arrivals (``lengths``,
+``arrivals``), runs the engine loop (``engine``), with requests and tokens passing through
+the API server's loop (``frontend``), and summarises it (``summary``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import policy
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Setup:
     #: per-request lengths (and rate) already read, in place of ``lengths`` (``compare``
     #: replays a measured run's own requests this way)
     given: lens.Lengths | None = field(default=None, compare=False, repr=False)
+    #: keep the step sheet's inputs of this step (from 0), for ``--explain-step``
+    explain_step: int | None = None
 
 
 @dataclass
@@ -49,7 +51,7 @@ class Run:
     engine: Engine
     setup: Setup
     lengths: lens.Lengths
-    model: StepModel
+    model: StepSheet
     complete: bool
     warmup: int
     rate: float | None  # the open loop's arrival rate (None: closed loop)
@@ -83,7 +85,7 @@ def simulate(sheet: Sheet, setup: Setup,
              progress: Callable[[int], None] | None = None) -> Run:
     check(setup)
     rng = np.random.default_rng(setup.seed)
-    model = StepModel.from_sheet(sheet)
+    model = StepSheet.from_sheet(sheet)
     pol = policy(setup.scheduler, sheet, setup.token_budget,
                  setup.max_seqs if setup.max_seqs is not None else setup.users)
     length = _lengths(sheet, setup, rng)
@@ -101,11 +103,11 @@ def simulate(sheet: Sheet, setup: Setup,
     for i in range(first):  # are sent as earlier ones end
         frontend.send(float(arrive[i]), i)
     engine.submitted = first
+    engine.watch = -1 if setup.explain_step is None else setup.explain_step
     complete = engine.run(progress)
     warm = setup.warmup if setup.warmup is not None else (
         min(setup.users, n // 2) if setup.users else 0)
-    return Run(engine, setup, length, model, complete, min(warm, n - 1), rate,
-               model.check(sheet))
+    return Run(engine, setup, length, model, complete, min(warm, n - 1), rate, [])
 
 
 def _lengths(sheet: Sheet, setup: Setup, rng: np.random.Generator) -> lens.Lengths:
@@ -152,11 +154,8 @@ def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[
 
 
 def _pool(sheet: Sheet) -> BlockPool:
-    m = sheet.magnitude
-    bs = max(1, round(m("block_size", "token")))
-    # a token's KV takes kv_replication copies (TP ranks holding the same KV head)
-    total = math.floor(m("kv_memory", "B") / (bs * m("kv_bytes_per_token", "B/token")
-                                             * m("kv_replication")))
+    bs = max(1, round(sheet.magnitude("block_size", "token")))
+    total = int(sheet.magnitude("sim_kv_blocks"))
     if total < 1:
         raise InputError("no KV memory is left after the weights (kv_memory = 0): the "
                          "model does not fit", name="kv_memory")

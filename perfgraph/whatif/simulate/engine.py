@@ -1,8 +1,9 @@
-"""The engine loop: requests arrive, the scheduler fills each step, the step model times it.
+"""The engine loop: requests arrive, the scheduler fills each step, the step sheet times it.
 
 A run of decode-only steps between events (an arrival that can be admitted, a request
 ending, the KV pool filling) is done in closed form: the batch is fixed, each step's KV read
-grows by the batch size, so :meth:`StepModel.decode_run` gives all their durations at once.
+grows by the batch size, so :meth:`StepSheet.decode_run` gives all their durations at once
+(the step sheet over columns). A step's inputs are counted here; its time is the sheet's.
 Only steps that carry prefill are taken one by one. Per request the loop keeps a few
 numbers; per step a few (for ITL percentiles, the trace and the time series); never per
 token.
@@ -29,7 +30,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import INPUTS, StepFailed, StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
@@ -37,7 +38,7 @@ RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
 
 @dataclass
 class Engine:
-    model: StepModel
+    model: StepSheet
     policy: Policy
     reqs: Requests
     pool: BlockPool
@@ -62,6 +63,8 @@ class Engine:
     completed: int = 0
     preemptions: int = 0
     signal: int = 0  # the signal that stopped the run, 0 if none
+    watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
+    watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
@@ -82,6 +85,9 @@ class Engine:
                 tick += 1
                 if progress is not None and tick % 256 == 0:
                     progress(self.completed)
+        except StepFailed as exc:
+            raise StepFailed(f"step {self.log.count + 1}: {exc.message}", name=exc.name) \
+                from None
         except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too (perfgraph.cli.main)
             self.signal = int(getattr(exc, "signum", 2))
             return False
@@ -116,6 +122,9 @@ class Engine:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
+        if 0 <= self.watch - self.log.count < k:
+            kv = self.kv_dec + d * (self.watch - self.log.count)
+            self._keep(d, 0, 1, kv, kv, 0.0)
         out = self.frontend.run(stops, d)
         self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity(), out)
         self.now, self.out = float(stops[-1]), float(out[-1])
@@ -160,14 +169,16 @@ class Engine:
             if not d:
                 self._stall()
                 return
-        p, att = 0, 0.0
+        p, pairs = 0, 0.0
         kv = self.kv_dec if d else 0
-        done = self.reqs.done
+        done, model = self.reqs.done, self.model
         for i, c in chunks:  # a chunk reads its context so far and writes itself
             p += c
             kv += done[i] + c
-            att += c * done[i] + c * c / 2  # causal: each token attends to those before it
-        dt = self.model.time(d, p, kv, self.kv_dec if d else 0, att, len(chunks))
+            pairs += model.chunk_pairs(done[i], c)
+        if self.log.count == self.watch:
+            self._keep(d, p, len(chunks), kv, self.kv_dec if d else 0, pairs)
+        dt = model.time(d, p, kv, self.kv_dec if d else 0, pairs, len(chunks))
         self.now += dt
         # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
         # request's next one after its re-prefill)
@@ -180,6 +191,10 @@ class Engine:
         self._apply(chunks)
         self.log.step(self.now, dt, d, p, tokens, self._kv_use(), self.out)
         self._finish_due()
+
+    def _keep(self, *inputs: float) -> None:
+        """The watched step's inputs, by the step sheet's input names."""
+        self.watched = {n: float(v) for n, v in zip(INPUTS, inputs, strict=True)}
 
     def _prefill_pending(self) -> bool:
         return bool(self.prefilling) or self._can_admit()

@@ -21,16 +21,19 @@ class StepLog:
         self._rows: list[tuple[float, float, int, int, int, float, float]] = []
         self.gaps: list[float] = []
         self.last_out = 0.0  # when the last decode step's tokens reached their clients
+        self.count = 0  # steps so far
 
     def step(self, end: float, dur: float, decodes: int, prefill: int, tokens: int,
              kv: float, out: float) -> None:
         self._rows.append((end, dur, decodes, prefill, tokens, kv, out))
+        self.count += 1
 
     def run(self, ends: np.ndarray, durs: np.ndarray, decodes: int, kv: float,
             kv_step: float, out: np.ndarray) -> None:
         """A run of decode steps: KV use starts at ``kv`` and grows ``kv_step`` a step."""
         self._flush()
         k = len(ends)
+        self.count += k
         full = np.full(k, float(decodes))
         use = np.minimum(1.0, kv + kv_step * np.arange(1, k + 1))
         self._chunks.append((ends, durs, full, np.zeros(k), full, use, out))
