@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from perfgraph.engine.units import unit
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import _pool
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
+from tests.test_step_sheet import assert_the_step_is_the_sheets
 
 KV_PER_TOKEN = 80 * 2 * 8 * 128
 
@@ -38,9 +40,12 @@ def test_a_decode_steps_prompt_chunk_writes_each_copy() -> None:
 
 def test_the_simulator_reads_writes_and_holds_each_copy() -> None:
     s = sheet("prefill_in_step=true", "concurrency=64")
-    model = StepModel.from_sheet(s)
-    assert model.kv_bytes_per_token == KV_PER_TOKEN * 2
-    assert model.check(s) == []  # the decode step with its chunk, and a lone prompt
+    model = StepSheet.from_sheet(s)
+    # a plain decode step of 64 sequences reading 1000 tokens each: every token twice
+    cells = model.values(64, 0, 64_000, 64_000)
+    assert cells["sim_kv_bytes"] / unit("B").factor == pytest.approx(
+        64_000 * KV_PER_TOKEN * 2, rel=1e-12)
+    assert_the_step_is_the_sheets(s)  # the decode step with its chunk, and a lone prompt
     bs = s.magnitude("block_size", "token")
     assert _pool(s).total == int(s.magnitude("kv_memory", "B") // (bs * KV_PER_TOKEN * 2))
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+from perfgraph.engine.units import unit
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
-from perfgraph.whatif.simulate.step_time import StepModel
+from perfgraph.whatif.simulate.step_sheet import StepSheet
+from tests.test_step_sheet import assert_the_step_is_the_sheets
 
 MOE = ("n_params=7e10", "params_routed_experts=6e10", "n_routed_experts=64",
        "n_experts_per_tok=2", "n_active_params=1.1875e10", "tp=2", "concurrency=16")
@@ -73,13 +75,15 @@ def test_the_simulated_step_follows_the_sheet() -> None:
     """The simulator's weight table is the sheet's formula over the step's tokens: a step of
     16 decodes reads 4 microbatches' experts of 4 tokens each, and times as the sheet's."""
     s = sheet(*PP4)
-    model = StepModel.from_sheet(s)
-    assert model.weights(16) == pytest.approx(SHARED + touched(4) * ROUTED, rel=1e-12)
+    model = StepSheet.from_sheet(s)
     ctx = 16 * 1536
+    cells = model.values(16, 0, ctx, ctx)  # canonical magnitudes
+    assert cells["sim_weights_bytes"] / unit("B").factor == pytest.approx(
+        SHARED + touched(4) * ROUTED, rel=1e-12)
     assert model.time(16, 0, ctx, ctx) == pytest.approx(s.magnitude("decode_step_time", "s"),
                                                         rel=1e-9)
     assert model.decode_run(16, ctx, 1)[0] == pytest.approx(model.time(16, 0, ctx, ctx))
-    assert model.check(s) == []
+    assert_the_step_is_the_sheets(s)
 
 
 def test_a_prompt_under_pp_is_one_microbatch_of_all_its_tokens() -> None:
@@ -89,8 +93,8 @@ def test_a_prompt_under_pp_is_one_microbatch_of_all_its_tokens() -> None:
     s = sheet(*PP4, "isl=64 token")
     assert s.magnitude("prefill_weights_bytes", "B") == pytest.approx(
         SHARED + touched(64) * ROUTED, rel=1e-12)
-    model = StepModel.from_sheet(s)
-    prompt = model.time(0, 64, 64, 0, 64 * 64 / 2)
+    model = StepSheet.from_sheet(s)
+    prompt = model.time(0, 64, 64, 0, model.chunk_pairs(0, 64))
     assert prompt == pytest.approx(s.magnitude("prefill_time", "s"), rel=1e-9)
     assert prompt == pytest.approx((SHARED + touched(64) * ROUTED + 64 * KV_PER_TOKEN)
                                    / BANDWIDTH, rel=1e-9)
