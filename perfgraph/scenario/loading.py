@@ -369,7 +369,7 @@ def _check_ep(decls: dict[str, Declaration]) -> None:
     if ep.value is None or experts.value is None or experts.value == 0 or (
             extra is not None and extra.value is None):
         return
-    redundant = extra.value if extra is not None else 0
+    redundant = extra.value if extra is not None and extra.value is not None else 0
     slots = experts.value + redundant
     if slots % ep.value:
         where = ep.origin
