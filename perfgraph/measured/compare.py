@@ -42,7 +42,9 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
-from perfgraph.measured.setup import CAPACITY, CONFIG_CELLS, Baseline, Setup, setup_run
+from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
+from perfgraph.measured.setup import at_capacity as at_capacity
+from perfgraph.measured.setup import config_columns as config_columns
 from perfgraph.scenario.loading import ScenarioSpec, load
 
 #: MFU and MBU of a run from its measured numbers (``throughput`` and ``itl`` are then the
@@ -213,19 +215,6 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     return out
 
 
-def at_capacity(sheet: Sheet, setups: Sequence[Setup]) -> list[Setup]:
-    """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
-    own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
-    setups = list(setups)
-    if not any(s.concurrency_source == CAPACITY for s in setups):
-        return setups
-    batch = sheet.evaluate_columns(config_columns(setups), len(setups),
-                                   only=["capacity_batch"])["capacity_batch"]
-    return [dataclasses.replace(s, concurrency=float(b) if b >= 1 else math.nan)
-            if s.concurrency_source == CAPACITY else s
-            for s, b in zip(setups, np.asarray(batch, dtype=float), strict=True)]
-
-
 def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[Setup],
                      e2el: np.ndarray) -> np.ndarray:
     """The model's E2EL (ms) at each run's ``e2el_osl`` where that differs from its ``osl``."""
@@ -248,11 +237,6 @@ def _osl_said(setup: Setup) -> str:
             "configured": "the configured OSL (the file "
             "records no measured mean)"}.get(setup.osl_source or "",
                                               "the OSL from the scenario options")
-
-
-def config_columns(setups: Sequence[Setup]) -> dict[str, np.ndarray]:
-    return {name: np.array([getattr(s, name) for s in setups], dtype=float)
-            for name in CONFIG_CELLS}
 
 
 def in_unit(sheet: Sheet, columns: Mapping[str, np.ndarray], name: str,

@@ -19,11 +19,16 @@ maximum-load run with neither (every request at once: ``request_rate`` infinite)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from perfgraph.engine.numbers import number
+from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.base import in_flight
@@ -363,3 +368,21 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
                      "(min(max_num_seqs, what the KV memory holds))")
         return float(base.values.get("concurrency", 1.0)), CAPACITY
     return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"
+
+
+def config_columns(setups: Sequence[Setup]) -> dict[str, np.ndarray]:
+    return {name: np.array([getattr(s, name) for s in setups], dtype=float)
+            for name in CONFIG_CELLS}
+
+
+def at_capacity(sheet: Sheet, setups: Sequence[Setup]) -> list[Setup]:
+    """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
+    own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
+    setups = list(setups)
+    if not any(s.concurrency_source == CAPACITY for s in setups):
+        return setups
+    batch = sheet.evaluate_columns(config_columns(setups), len(setups),
+                                   only=["capacity_batch"])["capacity_batch"]
+    return [dataclasses.replace(s, concurrency=float(b) if b >= 1 else math.nan)
+            if s.concurrency_source == CAPACITY else s
+            for s, b in zip(setups, np.asarray(batch, dtype=float), strict=True)]

@@ -18,25 +18,22 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
-from perfgraph._infra.tomlfile import TomlDoc, read
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import (
-    DeclarationError,
     InputError,
-    PerfgraphError,
     UnknownNameError,
-    raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid, sweep
+from perfgraph.whatif.plan_prices import PRICES_FILE as PRICES_FILE
+from perfgraph.whatif.plan_prices import prices as prices
 from perfgraph.whatif.plan_question import OBJECTIVES as OBJECTIVES
 from perfgraph.whatif.plan_question import SLO_CELLS as SLO_CELLS
 from perfgraph.whatif.plan_question import Question as Question
@@ -49,7 +46,6 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 #: Rows per evaluation in a search: larger than a sweep's (fewer, longer column passes).
 CHUNK_ROWS = 131_072
-PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
 SERVED = {"ttft": "ttft_at_rate", "itl": "itl_worst", "e2e": "e2e_served"}
 VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
@@ -130,55 +126,6 @@ def ranked(column: np.ndarray, objective: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- the space
-#: The keys a price entry may have.
-PRICE_KEYS = ("usd_per_gpu_hour", "date", "source", "estimate")
-
-
-def prices(path: str | None = None) -> dict[str, float]:
-    """US dollars per GPU-hour by hardware name: the shipped file, then ``path`` over it.
-    A name that is not a catalog accelerator, or a key a price entry does not have, is
-    refused (every one at once, each with its near miss): a typo must not leave the shipped
-    price in force unseen."""
-    out: dict[str, float] = {}
-    known = catalog_names("hardware")
-    for file in (PRICES_FILE, *(() if path is None else (Path(path),))):
-        doc = read(file)
-        problems: list[PerfgraphError] = [
-            DeclarationError(f"unknown table{_near(key, ['prices'])}; a prices file has "
-                             "[prices.HARDWARE] tables", file=doc.path, name=key,
-                             line=min((n for k, n in doc.lines.items() if k[0] == key),
-                                      default=None))
-            for key in doc.data if key != "prices"]
-        table = doc.data.get("prices", {})
-        if not isinstance(table, dict):
-            raise doc.error("[prices] must be a table of hardware names", "prices")
-        for name, entry in table.items():
-            problems += _price_problems(doc, name, entry, known)
-            if not problems:
-                out[name] = float(entry["usd_per_gpu_hour"])
-        raise_all(problems)
-    return out
-
-
-def _price_problems(doc: TomlDoc, name: str, entry: object,
-                    known: Sequence[str]) -> list[PerfgraphError]:
-    if name not in known:
-        return [doc.error(f"no accelerator {name!r} in the hardware catalog"
-                          f"{_near(name, known)}", "prices", name)]
-    if not isinstance(entry, dict):
-        return [doc.error("expected a table with usd_per_gpu_hour = a number ≥ 0",
-                          "prices", name)]
-    problems = [doc.error(f"unknown key in [prices.{name}]{_near(key, PRICE_KEYS)}; "
-                          f"known: {', '.join(PRICE_KEYS)}", "prices", name, key)
-                for key in entry if key not in PRICE_KEYS]
-    price = entry.get("usd_per_gpu_hour")
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or not price >= 0 \
-            or not math.isfinite(price):
-        problems.append(doc.error("expected usd_per_gpu_hour = a number ≥ 0",
-                                  "prices", name))
-    return problems
-
-
 def hardware_block(sheet: Sheet, names: Sequence[str], wanted: Sequence[str] | None,
                    price: Mapping[str, float], pinned: Sequence[str],
                    unpriced: list[str] | None = None) -> grid.Block:
