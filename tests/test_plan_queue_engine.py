@@ -270,7 +270,7 @@ def test_the_readme_plan_examples_are_what_plan_prints(
     import shlex
 
     examples = _readme_plan_examples()
-    assert len(examples) == 3
+    assert len(examples) == 4  # the last: percentile SLOs, simulated
     for command, shown in examples:
         main(shlex.split(command)[1:])
         assert capsys.readouterr().out.rstrip("\n") == shown, command
