@@ -76,11 +76,12 @@ def run(args: argparse.Namespace, ans: dict[str, Any], scenario: Scenario, engin
     if not args.deploy:
         return
     c = ans["best"]["choices"]
+    reps = (f"{pools['prefill']} prefill + {pools['decode']} decode" if "prefill" in pools
+            else str(pools["replicas"]))
     summary = (f"{engine} {c['hardware']} {c['precision']} tp={c['tp']:g} pp={c['pp']:g} "
                f"{'disaggregated' if c['disaggregated'] else 'aggregated'}, batch "
-               f"{c['concurrency']:g}; " + ", ".join(f"{n} {k} replica(s)"
-                                                    for k, n in pools.items())
-               + f" of {int(ans['best']['values']['n_gpus']['value'])} GPU(s)")
+               f"{c['concurrency']:g}; {reps} replica(s) of "
+               f"{int(ans['best']['values']['n_gpus']['value'])} GPU(s)")
     plan = deploy.plan_of(engine, scenario, pools, summary, recheck)
     out = Path(args.out_dir)
     files = [deploy_graphs.build(fmt, plan) for fmt in dict.fromkeys(args.deploy)]
