@@ -139,3 +139,20 @@ def test_plan_bench_prints_the_plans_question(tool, expect, capsys) -> None:
     assert lines[-2].startswith("# the plan's question: ISL 1024, OSL 1024, 2.4 request/s")
     assert all(e in lines[-1] for e in expect), lines[-1]
     assert shlex.split(lines[-1])  # one shell line
+
+
+def test_out_never_writes_over_the_plan_it_read(tmp_path, capsys) -> None:
+    path = tmp_path / "plans.json"
+    path.write_text(json.dumps(PLAN))
+    assert main(["compare", "--plan", str(path), RUN, "--out", str(path)]) == 2
+    assert json.loads(path.read_text()) == PLAN
+    out = tmp_path / "check.json"
+    assert main(["compare", "--plan", str(path), RUN, "--format", "json", "--out", str(out)]) == 1
+    assert json.loads(out.read_text())["all_met"] is False
+
+
+def test_compare_plan_refuses_a_format_it_does_not_write(tmp_path, capsys) -> None:
+    path = tmp_path / "plans.json"
+    path.write_text(json.dumps(PLAN))
+    assert main(["compare", "--plan", str(path), RUN, "--format", "markdown"]) == 2
+    assert "compare --plan writes table or json, not markdown" in capsys.readouterr().err

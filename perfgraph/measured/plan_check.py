@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgraph._infra.atomic import INPUTS
 from perfgraph.errors import InputError
 from perfgraph.measured.adapters import MeasuredRun
 
@@ -95,6 +96,7 @@ class PlanCheck:
 
 def read_plan(path: str) -> Promise:
     """The plan in ``path`` (``plan --format json`` output); one clear error otherwise."""
+    INPUTS.note(Path(path))  # --out never writes over it
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
