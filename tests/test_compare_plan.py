@@ -69,12 +69,17 @@ def test_the_table_says_met_and_missed_with_the_margin(tmp_path, capsys) -> None
 
 
 def test_a_percentile_slo_reads_the_measured_percentile(tmp_path, capsys) -> None:
-    plan = {**PLAN, "question": {**PLAN["question"], "slos": {}},
-            "simulated": {"slos": {"ttft.p99": 300.0}}}
+    # plan ran the analytic search with the p99 limit standing for the mean (ttft_slo 300 ms)
+    question = {**PLAN["question"], "slos": {"ttft_slo": {"value": 300.0, "unit": "ms"}}}
+    plan = {**PLAN, "question": question,
+            "simulated": {"slos": {"ttft.p99": 300.0}, "chosen_rank": 1,
+                          "candidates": [{"percentiles": {"ttft.p99": 200.0}}]}}
     code, out = _compare(plan, tmp_path, capsys)
-    (slo,) = out["runs"][0]["slos"]
+    (slo,) = out["runs"][0]["slos"]  # the stand-in mean is not the user's SLO
     assert (slo["slo"], slo["reads"], slo["measured_ms"], slo["met"]) == \
         ("ttft.p99", "p99 TTFT", 262.0, True)
+    simulated = next(p for p in out["runs"][0]["predictions"] if p["metric"] == "ttft.p99")
+    assert simulated["error"] == pytest.approx(262.0 / 200.0 - 1)  # +31%
     assert code == 0
 
 

@@ -11,7 +11,9 @@ promised (the statistic the SLO bounds: the mean for a plain SLO, the percentile
   first; the mean ITL per streamed chunk where the file has no TPOT);
 * E2E: the plan's ``e2e_served`` vs the measured mean end-to-end latency;
 * throughput: the deployment's output tokens/s, ``served_throughput_per_gpu`` ×
-  ``deployment_gpus``, vs the measured output tokens/s of the run.
+  ``deployment_gpus``, vs the measured output tokens/s of the run;
+* a percentile SLO's statistic (``ttft.p99`` …): the chosen candidate's simulated value vs
+  the file's percentile.
 
 error = measured ÷ predicted − 1: +20% is a latency 20% longer, or a throughput 20% higher,
 than predicted. Where the run's lengths or arrivals differ from the plan's question, the check
@@ -39,6 +41,8 @@ PREDICTIONS = {"ttft": ("ttft_at_rate", ("ttft",), "TTFT (mean)"),
                "itl": ("itl_worst", ("tpot", "itl"), "ITL (mean TPOT)"),
                "e2e": ("e2e_served", ("e2el",), "E2E (mean)")}
 PERCENTILE_KEYS = {"ttft": "ttft", "itl": "itl", "tpot": "tpot", "e2e": "e2el"}
+#: the plain SLO a percentile one stands in for in the analytic search (plan_percentiles)
+ANALYTIC = {"tpot": "itl"}
 LENGTH_TOLERANCE = 0.05  # a run's mean ISL/OSL this far from the plan's is said
 
 
@@ -49,7 +53,8 @@ class Promise:
     source: str
     summary: str
     slos: tuple[tuple[str, str, float], ...]  # (name, statistic, limit ms)
-    predicted: dict[str, float]  # ttft/itl/e2e in ms, throughput in token/s
+    #: ttft/itl/e2e in ms, throughput in token/s; simulated percentiles (ttft.p99 …) in ms
+    predicted: dict[str, float]
     rate: float
     isl: float | None
     osl: float | None
@@ -116,12 +121,16 @@ def read_plan(path: str) -> Promise:
 
 def _promise(path: str, data: dict[str, Any]) -> Promise:
     c, v, q = data["best"]["choices"], data["best"]["values"], data["question"]
+    tails = [(name, name.split(".", 1)[1], limit * (1000.0 if name.startswith("e2e.") else 1))
+             for name, limit in (data.get("simulated") or {}).get("slos", {}).items()]
+    stand_ins = {(ANALYTIC.get(n.split(".", 1)[0], n.split(".", 1)[0]), limit)
+                 for n, _, limit in tails}
     slos = [(SLO_METRICS[cell][0], "mean", _ms(s)) for cell, s in q["slos"].items()
             if cell in SLO_METRICS]
-    for name, limit in (data.get("simulated") or {}).get("slos", {}).items():
-        metric = name.split(".", 1)[0]
-        slos.append((name, name.split(".", 1)[1], limit * (1000.0 if metric == "e2e" else 1)))
+    # a percentile SLO's limit stands for the mean in the analytic search: not the user's SLO
+    slos = [s for s in slos if (s[0], s[2]) not in stand_ins] + tails
     predicted = {m: float(v[cell]["value"]) for m, (cell, _, _) in PREDICTIONS.items()}
+    predicted.update(_simulated(data.get("simulated") or {}))
     predicted["throughput"] = float(v["served_throughput_per_gpu"]["value"]) * \
         float(v["deployment_gpus"]["value"])
     pools = (f"{v['prefill_pool_replicas']['value']:g}P{v['decode_replicas_at_batch']['value']:g}D"
@@ -132,6 +141,16 @@ def _promise(path: str, data: dict[str, Any]) -> Promise:
     bench = data.get("benchmark") or {}
     return Promise(path, summary, tuple(slos), predicted, float(q["request_rate"]["value"]),
                    bench.get("isl"), bench.get("osl"))
+
+
+def _simulated(sim: dict[str, Any]) -> dict[str, float]:
+    """The chosen candidate's simulated percentiles (``ttft.p99`` …), in ms."""
+    rank = sim.get("chosen_rank")
+    if not rank:
+        return {}
+    values = sim["candidates"][int(rank) - 1]["percentiles"]
+    return {name: float(x) * (1000.0 if name.startswith("e2e.") else 1.0)
+            for name, x in values.items() if x is not None}
 
 
 def _ms(slo: dict[str, Any]) -> float:
@@ -160,6 +179,12 @@ def check(promise: Promise, run: MeasuredRun) -> PlanCheck:
         slos.append(SloCheck(name, reads, limit, value))
     misses = [Miss(m, label, "ms", promise.predicted[m], _measured(run, keys)[0])
               for m, (_, keys, label) in PREDICTIONS.items()]
+    for name, value in promise.predicted.items():
+        if "." in name:
+            metric, stat = name.split(".", 1)
+            key = f"{PERCENTILE_KEYS[metric]}_{stat}"
+            misses.append(Miss(name, f"{stat} {PERCENTILE_KEYS[metric].upper()} (simulated)",
+                               "ms", value, _measured(run, (key,))[0]))
     out = run.metrics.get("output_throughput")
     misses.append(Miss("throughput", "output throughput", "token/s",
                        promise.predicted["throughput"], out.value if out else None))
