@@ -152,3 +152,39 @@ def test_an_out_dir_that_is_a_file_is_refused(tmp_path, capsys) -> None:
     target.write_text("keep")
     assert main([*AGG, "--deploy", "k8s", "--out-dir", str(target)]) == 2
     assert "is not a folder" in capsys.readouterr().err and target.read_text() == "keep"
+
+
+@pytest.mark.parametrize("engine, formats", [("sglang", ("k8s", "dynamo")),
+                                             ("trtllm", ("k8s",))])
+@pytest.mark.parametrize("pools", [{"replicas": 3}, {"prefill": 2, "decode": 1}],
+                         ids=["aggregated", "disaggregated"])
+def test_sglang_and_trtllm_pools_carry_the_launch_words(engine, formats, pools) -> None:
+    from perfgraph.scenario.loading import ScenarioSpec, load
+    from perfgraph.whatif import deploy, deploy_graphs, launch
+
+    scenario = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", precision="fp8",
+                                 engine=engine, sets=(("tp", "2"), ("concurrency", "51"))))
+    plan = deploy.plan_of(engine, scenario, pools, "a plan")
+    words = launch.words(engine, scenario)
+    for fmt in formats:
+        f = deploy_graphs.build(fmt, plan)
+        docs = list(yaml.safe_load_all(f.text(plan)))
+        _valid(docs, list(f.schemas))
+        if fmt == "k8s":
+            boxes = [d["spec"]["template"]["spec"]["containers"][0] for d in docs
+                     if d["kind"] == "Deployment"]
+            assert all(b["command"] + b["args"][:len(words) - len(b["command"])] == words
+                       for b in boxes)
+            assert all(b["args"][-2:] == ["--host", "0.0.0.0"] for b in boxes)
+            assert [d["spec"]["replicas"] for d in docs if d["kind"] == "Deployment"] == \
+                list(pools.values())
+        else:
+            workers = [s for s in docs[0]["spec"]["services"].values()
+                       if s["componentType"] == "worker"]
+            assert [w["replicas"] for w in workers] == list(pools.values())
+            args = [w["extraPodSpec"]["mainContainer"]["args"] for w in workers]
+            assert all(a[:len(words) - 3] == words[3:] for a in args)  # --model-path MODEL …
+            if "prefill" in pools:
+                assert [a[-4:] for a in args] == [
+                    ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
+                    for role in ("prefill", "decode")]

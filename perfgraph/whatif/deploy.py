@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ VALUE_CELLS = {
 }
 
 
+@cache
 def config() -> dict[str, Any]:
     """deploy.toml: images, ports, health endpoints, Dynamo's and llm-d's settings."""
     data: dict[str, Any] = read(DEPLOY_FILE).data
@@ -172,15 +174,15 @@ def probe(engine: dict[str, Any], kind: str, port: Any) -> dict[str, Any]:
 
 def role_words(plan: Plan, pool: Pool) -> tuple[list[str], list[str]]:
     """What a pool's command adds after the plan's flags: the pool's role (SGLang's
-    ``--disaggregation-mode``, as ``--launch`` prints it) and, for a vLLM pool, the KV
-    connector; then the address to listen on where the engine binds only localhost."""
+    ``--disaggregation-mode``, as ``--launch`` prints it) and the engine's KV connector;
+    then the address to listen on where the engine binds only localhost."""
     spec = launch.engine_spec(plan.engine)
+    engine = config()["engines"][plan.engine]
     role: list[str] = []
-    if pool.role != "serve" and "disaggregation_flag" in spec:
-        role = [spec["disaggregation_flag"], pool.role]
-    elif pool.role != "serve" and plan.engine == "vllm":
-        role = list(config()["llm_d"]["kv_connector"])
-    return role, list(config()["engines"][plan.engine].get("listen", []))
+    if pool.role != "serve":
+        role = [spec["disaggregation_flag"], pool.role] if "disaggregation_flag" in spec else []
+        role += engine.get("kv_connector", [])
+    return role, list(engine.get("listen", []))
 
 
 def _container(plan: Plan, pool: Pool, fields: Fields, at: str) -> dict[str, Any]:

@@ -32,7 +32,8 @@ def _dynamo_worker(plan: Plan, pool: Pool, fields: Fields, settings: dict[str, A
     args = [engine["model_flag"], plan.model, *flags]
     fields.args(f"{at}.extraPodSpec.mainContainer.args", args, plan, 2)
     if pool.role != "serve":
-        args += ["--disaggregation-mode", pool.role, *engine["kv_connector"]]
+        args += ["--disaggregation-mode", pool.role,
+                 *config()["engines"][plan.engine]["kv_connector"]]
     gpus = str(fields.put(f"{at}.resources.limits.gpu", plan.gpus,
                           "n_gpus = tp × pp (GPUs of one worker)"))
     service: dict[str, Any] = {"componentType": "worker"}
@@ -73,7 +74,7 @@ def dynamo(plan: Plan) -> File:
     extras = ["the Frontend (one replica: it routes, it serves no model)",
               "envFromSecret hf-token-secret (a Secret holding HF_TOKEN, for gated models)"]
     if plan.disaggregated:
-        kv = " ".join(settings["engines"][plan.engine]["kv_connector"])
+        kv = " ".join(config()["engines"][plan.engine]["kv_connector"])
         extras.append(f"--disaggregation-mode prefill|decode and {kv} after the plan's flags "
                       "(each worker's role and the KV hand-off)")
     return File(f"{plan.name}-dynamo.yaml", "Dynamo: DynamoGraphDeployment (nvidia.com/v1alpha1)",
@@ -97,7 +98,7 @@ def _llm_d_pool(plan: Plan, pool: Pool | None, role: str, fields: Fields,
     fields.args(f"{at}.args", args, plan, 0)
     args += ["--port", str(port)]
     if plan.disaggregated:
-        args += list(settings["kv_connector"])
+        args += list(engine["kv_connector"])
     tensor = fields.put(f"{role}.parallelism.tensor", plan.gpus,
                         "n_gpus = tp (the chart gives a container parallelism.tensor GPUs)")
     gpus = str(tensor)
@@ -141,7 +142,8 @@ def llm_d(plan: Plan) -> File:
     extras = ["--port after the plan's flags (the chart's servicePort, or proxy.targetPort "
               "for decode behind the routing sidecar)"]
     if plan.disaggregated:
-        extras.append(f"{' '.join(settings['kv_connector'])} (the KV hand-off)")
+        kv = " ".join(config()["engines"][plan.engine]["kv_connector"])
+        extras.append(f"{kv} (the KV hand-off)")
     return File(f"{plan.name}-llm-d-values.yaml",
                 f"llm-d: values for the {settings['chart']} Helm chart", (values,),
                 ("llm-d-values",), tuple(fields.lines), tuple(extras))
