@@ -61,3 +61,45 @@ def test_json_units_parse_with_plain_pint_and_the_three_definitions_it_gives(cap
     for name, q in quantities.items():
         parsed = registry.Quantity(1, q["unit"])  # raises on a unit plain Pint lacks
         assert parsed.magnitude == 1, name
+
+
+def _worked_example() -> tuple[list[str], str, str]:
+    """The worked example's commands, the tail of the plan it shows, and its comparison."""
+    section = README.split("## From a question to a deployment and back", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)```", section, re.S)[0].strip().splitlines()
+    tail, compared = re.findall(r"```text\n(.*?)```", section, re.S)[:2]
+    return commands, tail, compared
+
+
+def test_the_worked_example_runs_as_written_and_prints_what_it_shows(
+        tmp_path, monkeypatch, capsys) -> None:
+    """From a fresh clone: question → plan → manifests → benchmark command → comparison →
+    calibration → the next plan; each exit code as the README says, each output as shown."""
+    import shlex
+
+    pytest.importorskip("yaml")
+    pytest.importorskip("jsonschema")
+    (tmp_path / "tests").symlink_to(Path(__file__).resolve().parent)
+    monkeypatch.chdir(tmp_path)
+    commands, tail, compared = _worked_example()
+    outputs = []
+    for line in commands:
+        words = shlex.split(line)
+        target = None
+        if ">" in words:
+            words, target = words[:words.index(">")], words[words.index(">") + 1]
+        assert words[0] == "perfgraph"
+        code = main(words[1:])
+        out = capsys.readouterr()
+        if target:
+            Path(target).write_text(out.out, encoding="utf-8")
+        outputs.append((code, out))
+    assert [code for code, _ in outputs] == [0, 0, 1, 0, 0]  # compare: the ITL SLO missed
+    shown = tail.strip().splitlines()
+    assert outputs[1][1].out.strip().splitlines()[-4:] == shown[:4]
+    assert outputs[1][1].err.strip().splitlines() == shown[4:]
+    assert all((tmp_path / w.removeprefix("perfgraph: wrote ")).is_file() for w in shown[4:])
+    command, expected = compared.split("\n", 1)
+    assert command == f"$ {commands[2]}" and outputs[2][1].out == expected
+    assert (tmp_path / "h100-sxm.vllm.toml").is_file()

@@ -29,19 +29,40 @@ def plan_values(scenario: Scenario) -> dict[str, str]:
             "kv_dtype": "fp8" if sheet.magnitude("kv_bytes", "B") == 1 else "auto"}
 
 
-def command(engine: str, scenario: Scenario, pools: dict[str, int]) -> str:
-    """Shell lines: a comment with the replica count (or xPyD pools), then the command."""
+def engine_spec(engine: str) -> dict[str, Any]:
+    """launch.toml's table for ``engine``: its command, flags and sources."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     spec: dict[str, Any] = read(LAUNCH_FILE).data[engine]
-    hf_id = scenario.model.doc.data.get("hf_id", scenario.model.slug)
+    return spec
+
+
+def hf_id(scenario: Scenario) -> str:
+    """The model's Hugging Face id (its catalog slug where the entry names none)."""
+    return str(scenario.model.doc.data.get("hf_id", scenario.model.slug))
+
+
+def flags(engine: str, scenario: Scenario) -> list[tuple[str, str, str]]:
+    """(flag, value, plan value key) of the engine's serving command, in launch.toml order."""
+    spec = engine_spec(engine)
     values = plan_values(scenario)
     if "kv_dtype" in spec:
         values["kv_dtype"] = spec["kv_dtype"][values["kv_dtype"]]
-    words = [w.replace("{hf_id}", hf_id) for w in spec["command"]]
-    for flag, key in spec["flags"]:
-        words += [flag, values[key]]
-    line = " ".join(shlex.quote(w) for w in words)
+    return [(flag, values[key], key) for flag, key in spec["flags"]]
+
+
+def words(engine: str, scenario: Scenario) -> list[str]:
+    """The serving command as argv words: the engine's command, then each flag and value."""
+    out = [w.replace("{hf_id}", hf_id(scenario)) for w in engine_spec(engine)["command"]]
+    for flag, value, _ in flags(engine, scenario):
+        out += [flag, value]
+    return out
+
+
+def command(engine: str, scenario: Scenario, pools: dict[str, int]) -> str:
+    """Shell lines: a comment with the replica count (or xPyD pools), then the command."""
+    spec = engine_spec(engine)
+    line = " ".join(shlex.quote(w) for w in words(engine, scenario))
     if "prefill" in pools and "disaggregation_flag" in spec:
         flag = spec["disaggregation_flag"]
         return "\n".join(f"# {pools[role]} {role} replica(s):\n{line} {flag} {role}"

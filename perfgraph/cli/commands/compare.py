@@ -76,6 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_force_option(p)
     p.add_argument("--notes", action="store_true",
                    help="table: also print every note the file reader made about each run")
+    p.add_argument("--plan", metavar="PLANS.json",
+                   help="hold the runs against this plan (plan --format json output): SLO by "
+                        "SLO met or missed, and each prediction's error; exit 1 when an SLO is "
+                        "missed (formats table, json)")
     p.set_defaults(func=run)
 
 
@@ -85,6 +89,10 @@ def one_line(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plan is not None:
+        from perfgraph.cli.commands import compare_plan
+
+        return compare_plan.run(args)
     if args.format == "parquet" and not args.out:
         raise InputError("--format parquet writes a file: give --out FILE.parquet")
     check_runs(args)

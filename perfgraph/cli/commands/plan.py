@@ -6,6 +6,7 @@ import argparse
 import json
 from dataclasses import replace
 
+from perfgraph.cli.commands import plan_deploy
 from perfgraph.cli.options import (
     add_force_option,
     add_scenario_options,
@@ -67,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray", metavar="ADDRESS",
                    help="run the simulations on this Ray cluster ('local' starts one here; "
                         "needs pip install 'perfgraph[ray]'); default: a local process pool")
+    plan_deploy.add_options(p)
     p.set_defaults(func=run)
 
 
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("plan needs at least one --slo (ttft=1s, itl=50ms, e2e=30s)")
     distinct_outputs((("--out", args.out),), (("SCENARIO.toml", args.scenario),
                                               ("--prices", args.prices)), force=args.force)
+    plan_deploy.check_options(args)
     spec = spec_from_args(args)
     q, slos = _question(spec, args)
     result = plan.run(spec, q, args.search, args.prices, args.jobs)
@@ -125,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
     best = best_spec(result, chosen, args.prices)
     if args.out:
         _write(result, args.out)
+    best_scenario = load(best)
+    engine = args.launch or str(best.engine)
     if args.format == "json":
+        ans["benchmark"] = plan_deploy.benchmark_json(args, ans, best_scenario, engine)
         print(json.dumps(ans, indent=2))
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
@@ -136,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
                   f"{pp.simulate_line(job)}")
     if args.launch is not None:
-        print(launch.command(args.launch or str(best.engine), load(best), _pools(ans)))
+        print(launch.command(engine, best_scenario, _pools(ans)))
+    plan_deploy.run(args, ans, best_scenario, engine, _pools(ans), eval_line(best))
     return 0
 
 

@@ -1,0 +1,84 @@
+"""The benchmark that checks a plan: the ``vllm bench serve``, ``sglang.bench_serving`` or
+AIPerf command that sends the plan's question (its ISL and OSL, Poisson arrivals at its
+request rate, enough requests for a steady state) to the deployment and writes a result file
+``perfgraph compare --plan`` and ``perfgraph calibrate`` read. Flags are data (bench.toml).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgraph._infra.tomlfile import read
+from perfgraph.errors import InputError
+
+BENCH_FILE = Path(__file__).resolve().parent / "bench.toml"
+TOOLS = ("vllm", "sglang", "aiperf")
+ENGINE_TOOL = {"vllm": "vllm", "sglang": "sglang", "trtllm": "aiperf"}
+#: requests sent: this many times the requests in flight (Little's law: rate × E2E), so that
+#: the ramp at the start and the drain at the end are a small part of the run
+TURNOVERS = 10
+MIN_REQUESTS = 100
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the benchmark asks the deployment: the plan's question."""
+
+    model: str  # Hugging Face id
+    url: str  # host:port where the deployment answers
+    isl: int
+    osl: int
+    rate: float  # request/s
+    requests: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"model": self.model, "url": self.url, "isl": self.isl, "osl": self.osl,
+                "request_rate": {"value": self.rate, "unit": "request/s"},
+                "requests": self.requests}
+
+
+def requests_for(rate: float, e2e_ms: float) -> int:
+    """Requests enough for a steady state: TURNOVERS × (rate × E2E) in flight, at least
+    MIN_REQUESTS."""
+    in_flight = rate * e2e_ms / 1000.0
+    return max(MIN_REQUESTS, math.ceil(TURNOVERS * in_flight)) if math.isfinite(in_flight) \
+        else MIN_REQUESTS
+
+
+def tool_spec(tool: str) -> dict[str, Any]:
+    if tool not in TOOLS:
+        raise InputError(f"unknown benchmark tool {tool!r}; known: {', '.join(TOOLS)}",
+                         name="--bench")
+    spec: dict[str, Any] = read(BENCH_FILE).data[tool]
+    return spec
+
+
+def result_path(tool: str) -> str:
+    """The file the tool's result lands in (AIPerf: inside its artifact directory)."""
+    spec = tool_spec(tool)
+    return str(Path(spec["result"], spec["result_file"])) if "result_file" in spec \
+        else spec["result"]
+
+
+def words(tool: str, q: Question) -> list[str]:
+    spec = tool_spec(tool)
+    values = {"model": q.model, "url": q.url, "base_url": f"http://{q.url}",
+              "isl": str(q.isl), "osl": str(q.osl), "rate": f"{q.rate:g}",
+              "requests": str(q.requests)}
+    out = list(spec["command"])
+    for flag, key in spec["flags"]:
+        out += [flag, values[key]]
+    return [*out, *spec["tail"], spec["result_flag"], spec["result"]]
+
+
+def command(tool: str, q: Question) -> str:
+    """Shell lines: a comment saying what it measures and where the result goes, then the
+    command."""
+    line = " ".join(shlex.quote(w) for w in words(tool, q))
+    return (f"# the plan's question: ISL {q.isl}, OSL {q.osl}, {q.rate:g} request/s (Poisson), "
+            f"{q.requests} requests; then: perfgraph compare --plan plans.json "
+            f"{result_path(tool)}\n{line}")
