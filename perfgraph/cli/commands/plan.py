@@ -90,15 +90,18 @@ def run(args: argparse.Namespace) -> int:
         return 1
     ans = plan_report.answer(result, args.top)
     best = best_spec(result, int(result.order()[0]), args.prices)
+    scenario = load(best)
+    ans["prediction"] = scenario.prediction  # the best plan's label: roofline or calibrated
     if args.out:
         _write(result, args.out)
     if args.format == "json":
         print(json.dumps(ans, indent=2))
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
-        print(f"\nre-check the best plan: {eval_line(best)}")
+        print(f"\nthe best plan's numbers: {ans['prediction']}")
+        print(f"re-check the best plan: {eval_line(best)}")
     if args.launch is not None:
-        print(launch.command(args.launch or str(best.engine), load(best), _pools(ans)))
+        print(launch.command(args.launch or str(best.engine), scenario, _pools(ans)))
     return 0
 
 

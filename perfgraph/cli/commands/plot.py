@@ -14,6 +14,7 @@ from typing import Any
 from perfgraph.cli.options import add_scenario_options, load_scenario, spec_from_args
 from perfgraph.errors import InputError
 from perfgraph.output.diff_chart import MISSING, diff_figure, need_matplotlib  # noqa: F401
+from perfgraph.scenario.loading import Scenario
 
 KINDS = ("roofline", "concurrency", "tp", "measured", "diff", "pareto", "simulation")
 #: Kinds drawn from a file another command wrote: plan --out, simulate --out.
@@ -87,6 +88,16 @@ def _comparisons(args: argparse.Namespace) -> tuple[Any, Any]:
     return compare_runs(measured.runs, base, levers=False), base
 
 
+def labelled(title: str, scenario: Scenario) -> str:
+    """A chart's title with, for a calibrated scenario, what its numbers are (its label:
+    the domain verdict, the error and the band), wrapped below; the roofline's unchanged."""
+    import textwrap
+
+    if scenario.calibration is None:
+        return title
+    return "\n".join([title, *textwrap.wrap(scenario.prediction, 110)])
+
+
 def roofline(args: argparse.Namespace) -> Any:
     from perfgraph.output import chart_data, charts
 
@@ -99,7 +110,8 @@ def roofline(args: argparse.Namespace) -> Any:
                                                        "attainable_flops").unit)
     data = chart_data.roofline(scenario.sheet, [float(v) for s in runs for v in s.x])
     points = [*runs, *data.points]
-    return charts.roofline(data.roof, data.ridge, points, title=f"Roofline: {scenario.title}",
+    return charts.roofline(data.roof, data.ridge, points,
+                           title=labelled(f"Roofline: {scenario.title}", scenario),
                            x_unit=data.x_unit, y_unit=data.y_unit)
 
 
@@ -117,7 +129,9 @@ def across(args: argparse.Namespace) -> Any:
     else:
         panels = chart_data.scenario_panels(scenario.sheet, x)
         title = scenario.title
-    return charts.across(panels, x=x, title=f"{title}, against {charts.X_LABELS[x]}",
+    title = f"{title}, against {charts.X_LABELS[x]}"
+    return charts.across(panels, x=x, title=title if args.measured else
+                         labelled(title, scenario),
                          relative=args.relative)
 
 
