@@ -53,7 +53,7 @@ bandwidth_efficiency = 0.9
 """
 
 IN_DOMAIN = ("calibrated: fixture, 20 runs, in domain: dense (llama-3.3-70b), held-out error "
-             "ttft 14%, tpot 2%, throughput 1%; 80% band (measured / model, p10–p90) "
+             "ttft 14%, tpot 2%, throughput 1%; 80% band (measured / model) "
              "ttft ×0.80–1.50, tpot ×0.90–1.20, throughput ×0.85–1.10")
 
 
@@ -120,6 +120,19 @@ def test_a_moe_model_on_a_dense_profile_is_extrapolated_with_the_model_error(
                                   "throughput": (0.7, 1.4)}
 
 
+def test_a_model_of_the_same_architecture_under_another_name_is_in_domain(
+        fixture: str) -> None:
+    # models/llama-3.1-70b.toml sets the same cells to the same values as llama-3.3-70b
+    s = scenario(fixture, "llama-3.1-70b")
+    assert s.assessment.in_domain
+    assert "in domain: dense (llama-3.3-70b); llama-3.1-70b has the architecture of " \
+        "llama-3.3-70b, held-out error" in s.prediction
+    # a --set that changes the architecture breaks the match
+    changed = scenario(fixture, "llama-3.1-70b", "n_layers=40")
+    assert [e.kind for e in changed.assessment.extrapolations] == ["model"]
+    assert "model llama-3.1-70b (dense) not fitted" in changed.prediction
+
+
 def test_two_extrapolations_take_the_wider_band(fixture: str) -> None:
     s = scenario(fixture, "llama-3.1-8b", precision="bf16")
     kinds = [e.kind for e in s.assessment.extrapolations]
@@ -178,29 +191,44 @@ def test_a_malformed_domain_is_one_message_naming_the_file(tmp_path: Path, bad: 
 def test_a_band_below_zero_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(PROFILE.replace("tpot = [0.9, 1.2]", "tpot = [1.2, 0.9]"))
-    with pytest.raises(DeclarationError, match=r"in_domain.tpot: expected \[p10, p90\]"):
+    with pytest.raises(DeclarationError, match=r"in_domain.tpot: expected \[low, high\]"):
         load(ScenarioSpec(calibration=str(path)))
 
 
 # --------------------------------------------------------------------------- bands
 
 
-def test_band_is_p10_p90_of_measured_over_model() -> None:
-    # numpy's linear quantile of 1..5: p10 at 1 + 0.1 × 4 = 1.4, p90 at 1 + 0.9 × 4 = 4.6
-    assert bands.band([1, 2, 3, 4, 5, float("nan")]) == pytest.approx((1.4, 4.6))
+def test_band_is_split_conformal_in_log_space() -> None:
+    # logs of 1..5: median log 3; |log r − log 3| sorted: 0, log 4/3, log 3/2, log 5/3, log 3;
+    # rank ⌈0.8 × 6⌉ = 5 → half-width log 3 → [3 / 3, 3 × 3]
+    assert bands.band([1, 2, 3, 4, 5, float("nan")]) == pytest.approx((1.0, 9.0))
+    # nine ratios: rank ⌈0.8 × 10⌉ = 8, the 8th smallest distance from the median (1.0):
+    # distances of 2^k, k = −4…4, are |k| log 2 → 0,1,1,2,2,3,3,4,4 → the 8th: 4 log 2
+    nine = [2.0 ** k for k in range(-4, 5)]
+    assert bands.band(nine) == pytest.approx((1 / 16, 16))
     assert bands.band([1.0]) is None
+    # the plain p10–p90 (for comparison): 1 + 0.1 × 4 = 1.4 and 1 + 0.9 × 4 = 4.6
+    assert bands.quantile_band([1, 2, 3, 4, 5]) == pytest.approx((1.4, 4.6))
     # |1/r − 1| of 0.5, 1.0, 2.0: 1, 0, 0.5 → median 0.5
     assert bands.median_error([0.5, 1.0, 2.0]) == 0.5
 
 
 def test_coverage_holds_each_group_against_the_others() -> None:
-    # group 0 against the band of 1 and 2 pooled: (1.0, 1.1, 1.2, 1.3) → p10 1.03, p90 1.27
+    # group 0 against the p10–p90 of 1 and 2 pooled: (1.0, 1.1, 1.2, 1.3) → 1.03, 1.27
     groups = [[1.1, 1.5], [1.0, 1.1], [1.2, 1.3]]
     lo, hi = np.quantile([1.0, 1.1, 1.2, 1.3], (0.1, 0.9))
     assert (lo, hi) == pytest.approx((1.03, 1.27))
     # group 0: 1.1 in, 1.5 out; group 1 against (1.1, 1.5, 1.2, 1.3) → (1.13, 1.44): 0 in;
     # group 2 against (1.1, 1.5, 1.0, 1.1) → (1.03, 1.38): both in
-    assert bands.coverage(groups) == (3, 6)
+    assert bands.coverage(groups, bands.quantile_band) == (3, 6)
+    # the conformal band of 4 ratios reaches their farthest from the median (rank
+    # ⌈0.8 × 5⌉ = 4). Group 0 against 1.0…1.3: median √(1.1 × 1.2), 1.0 the farthest →
+    # [1.0, 1.32]: 1.1 in, 1.5 out. Group 1 against 1.1, 1.5, 1.2, 1.3: median √(1.2 × 1.3),
+    # 1.5 the farthest → [1.56 / 1.5, 1.5] = [1.04, 1.5]: 1.1 in, 1.0 out. Group 2 against
+    # 1.1, 1.5, 1.0, 1.1: median 1.1, 1.5 the farthest → [1.21 / 1.5, 1.5]: both in.
+    assert bands.band([1.0, 1.1, 1.2, 1.3]) == pytest.approx((1.0, 1.32))
+    assert bands.band([1.1, 1.5, 1.2, 1.3]) == pytest.approx((1.56 / 1.5, 1.5))
+    assert bands.coverage(groups) == (4, 6)
 
 
 def test_splice_replaces_the_profile_tables_and_keeps_the_values() -> None:

@@ -11,13 +11,13 @@ from perfgraph.engine.explain import grouped
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView
 
-#: a calibrated cell's 80% band (p10, p90), in the cell's unit, by cell name
+#: a calibrated cell's 80% band (low, high), in the cell's unit, by cell name
 Bands = Mapping[str, tuple[float, float]]
 
 
 def as_json(cells: Iterable[CellView], bands: Bands | None = None, **extra: object) -> str:
     """``{"quantities": {NAME: {"value", "unit", "error"}}}``: values in declared units; a
-    calibrated cell with a measured band also has ``"band": [p10, p90]`` beside its value."""
+    calibrated cell with a measured band also has ``"band": [low, high]`` beside its value."""
     quantities = {c.name: {"value": c.value, "unit": c.unit, "error": c.error,
                            **({"band": list(bands[c.name])} if bands and c.name in bands
                               else {})} for c in cells}

@@ -11,7 +11,7 @@ A profile is a calibration overlay with a ``[profile]`` table saying what it was
     held_out = { ttft = 0.306, tpot = 0.047, throughput = 0.073 }   # median |error|
 
     [profile.domain]               # what the fit saw (perfgraph.scenario.domain)
-    [profile.bands]                # measured / model over held-out runs: [p10, p90] per
+    [profile.bands]                # measured / model over held-out runs: an 80% band per
     in_domain = { tpot = [0.9, 1.1], ... }   # kind of prediction and metric
     [profile.errors]               # median held-out |error| per kind of extrapolation
     model = { tpot = 0.4, ... }
@@ -77,7 +77,7 @@ def check_profile(doc: tomlfile.TomlDoc) -> None:
 
 
 def _check_kinds(key: str, table: object) -> str | None:
-    """``[profile.bands]`` holds kind = {metric = [p10, p90]}; ``[profile.errors]`` kind =
+    """``[profile.bands]`` holds kind = {metric = [low, high]}; ``[profile.errors]`` kind =
     {metric = fraction}."""
     if not isinstance(table, dict):
         return f"[profile.{key}] must be a table"
@@ -92,7 +92,7 @@ def _check_kinds(key: str, table: object) -> str | None:
                 if key == "bands" else (isinstance(v, (int, float)) and v >= 0)
             if not good:
                 return (f"[profile.{key}] {kind}.{metric}: expected "
-                        + ("[p10, p90], ratios > 0, p10 ≤ p90" if key == "bands"
+                        + ("[low, high], ratios > 0, low ≤ high" if key == "bands"
                            else "a fraction ≥ 0"))
     return None
 
@@ -117,7 +117,7 @@ BAND_CELLS = {"ttft": ("ttft",), "tpot": ("itl",),
 @dataclass(frozen=True)
 class Assessment:
     """What a prediction is: its label, whether it lies in the profile's domain, and the
-    measured / model band (p10, p90 ratios) per metric that applies to it."""
+    80% band of measured / model (low, high ratios) per metric that applies to it."""
 
     text: str
     calibrated: bool = False
@@ -165,7 +165,9 @@ def assess(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> A
     out = domain.extrapolations(fitted, point)
     if not out:
         bands = table.get("bands", {}).get("in_domain")
-        return Assessment(f"{head}, in domain: {domain.fitted_on(fitted)}, "
+        twin = next((t for t in point.twins if t in fitted.models), None)
+        same = f"; {point.model} has the architecture of {twin}" if twin else ""
+        return Assessment(f"{head}, in domain: {domain.fitted_on(fitted)}{same}, "
                           f"{_errors_said('in_domain', table.get('held_out'))}"
                           f"{_bands_said(bands)}", True, True, (), _bands(bands))
     kinds = list(dict.fromkeys(MEASURED_AS[e.kind] for e in out))
@@ -180,6 +182,12 @@ def assess(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> A
     return Assessment(f"{head}; {said}: extrapolated; {'; '.join(errors)}"
                       f"{_bands_said(bands) if bands else '; no band'}", True, False, out,
                       _bands(bands))
+
+
+def fitted_models(doc: tomlfile.TomlDoc) -> tuple[str, ...]:
+    """The models a profile's domain names (none when it records no domain)."""
+    table = doc.data.get("profile", {}).get("domain")
+    return tuple(str(m) for m in table.get("models", ())) if isinstance(table, dict) else ()
 
 
 def label(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> str:
@@ -214,5 +222,5 @@ def _bands_said(table: object) -> str:
     bands = _bands(table)
     if bands is None:
         return "; no band"
-    return "; 80% band (measured / model, p10–p90) " + ", ".join(
+    return "; 80% band (measured / model) " + ", ".join(
         f"{m} ×{lo:.2f}–{hi:.2f}" for m, (lo, hi) in bands.items())
