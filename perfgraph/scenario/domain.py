@@ -18,10 +18,13 @@ and ``disaggregated``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from perfgraph.engine.sheet import Sheet
+from perfgraph.errors import CatalogError
+from perfgraph.scenario.catalog import Entry, load_entry
 
 #: (cell, class) for the attention kinds a model's cells reveal
 ATTENTION_CLASSES = (("kv_lora_rank", "mla"), ("n_linear_layers", "linear"),
@@ -47,6 +50,9 @@ class Point:
     isl: float
     osl: float
     parallelism: tuple[str, ...]
+    #: fitted models whose catalog values this model's cells equal: the same architecture
+    #: under another name (Llama-3.1-70B is Llama-3.3-70B's), in the domain as they are
+    twins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,32 @@ def point_of(sheet: Sheet, model: str, precision: str, engine: str) -> Point:
                   if (on(cell) if kind in ("dp-attention", "disaggregated") else count(cell) > 1))
     return Point(model, arch, count("n_params"), precision.lower(), engine, count("isl"),
                  count("osl"), kinds)
+
+
+def twins(sheet: Sheet, model: Entry, fitted: Iterable[str]) -> tuple[str, ...]:
+    """The ``fitted`` catalog models that set the same model cells as ``model`` does, each to
+    the value the scenario's sheet holds (so a ``--set`` that changes the architecture
+    breaks the match)."""
+    own = {name for name, _, _ in model.values()}
+    out = []
+    for slug in fitted:
+        if slug == model.slug:
+            continue
+        try:
+            values = {name: raw for name, raw, _ in load_entry("model", slug).values()}
+        except CatalogError:
+            continue
+        if set(values) == own and all(_holds(sheet, n, raw) for n, raw in values.items()):
+            out.append(slug)
+    return tuple(out)
+
+
+def _holds(sheet: Sheet, name: str, raw: object) -> bool:
+    if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+        return False
+    if name not in sheet.names or sheet.error(name) is not None:
+        return False
+    return math.isclose(sheet.magnitude(name), float(raw), rel_tol=1e-9)
 
 
 def span(points: Sequence[Point], engine_builds: Iterable[str] = ()) -> Domain:
@@ -129,10 +161,16 @@ def _range(lo: float, hi: float) -> str:
     return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
 
 
+def _within(value: float, lo: float, hi: float) -> bool:
+    """In [lo, hi], give or take the sixth significant digit (a profile's TOML may keep
+    six)."""
+    return lo * (1 - 1e-5) <= value <= hi * (1 + 1e-5)
+
+
 def extrapolations(domain: Domain, point: Point) -> tuple[Extrapolation, ...]:
     """Each dimension along which ``point`` lies outside ``domain``, in words."""
     out = []
-    if point.model not in domain.models:
+    if point.model not in domain.models and not set(point.twins) & set(domain.models):
         base = point.architecture[0]
         said = (f"{classes([base])} model; profile fitted on {fitted_on(domain)}"
                 if base not in domain.architecture else
@@ -142,7 +180,7 @@ def extrapolations(domain: Domain, point: Point) -> tuple[Extrapolation, ...]:
         if extra and base in domain.architecture:
             said += f"; {classes(extra)} attention never fitted"
         lo, hi = domain.params
-        if not lo <= point.n_params <= hi:
+        if not _within(point.n_params, lo, hi):
             said += (f"; {_params(point.n_params)} parameters, fitted "
                      f"{_params(lo)}{'' if lo == hi else '–' + _params(hi)}")
         out.append(Extrapolation("model", said))
@@ -153,7 +191,7 @@ def extrapolations(domain: Domain, point: Point) -> tuple[Extrapolation, ...]:
         out.append(Extrapolation("engine", f"engine {point.engine}; fitted on {domain.engine}"))
     for name, value, (lo, hi) in (("ISL", point.isl, domain.isl),
                                   ("OSL", point.osl, domain.osl)):
-        if not lo <= value <= hi:
+        if not _within(value, lo, hi):
             out.append(Extrapolation("workload", f"{name} {value:g}; fitted on "
                                      f"{_range(lo, hi)}"))
     new = [k for k in point.parallelism if k not in domain.parallelism]
@@ -213,7 +251,7 @@ def toml_lines(domain: Domain) -> list[str]:
         ("models", _strings(domain.models), "catalog models of the fitted runs"),
         ("architecture", _strings(domain.architecture),
          "from the model cells: moe, mla, linear, sliding (perfgraph.scenario.domain)"),
-        ("params", f"[{domain.params[0]:.6g}, {domain.params[1]:.6g}]",
+        ("params", f"[{domain.params[0]:.12g}, {domain.params[1]:.12g}]",
          "total parameters, smallest and largest"),
         ("precisions", _strings(domain.precisions), "precisions the runs were modelled at"),
         ("engine", f'"{domain.engine}"', "the runs' serving engine"),

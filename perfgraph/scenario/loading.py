@@ -91,6 +91,8 @@ class Scenario:
         if self.calibration is None:
             return profiles.assess(None)
         point = domain.point_of(self.sheet, self.model.slug, self.precision, self.engine)
+        fitted = profiles.fitted_models(self.calibration.doc)
+        point = replace(point, twins=domain.twins(self.sheet, self.model, fitted))
         return profiles.assess(self.calibration.doc, point)
 
     @property
