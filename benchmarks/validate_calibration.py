@@ -24,6 +24,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -384,19 +385,41 @@ def write_domain(profile: Profile, fits: list[tuple[Split, Fit]]) -> Path:
 def _tables(profile: Profile, fitted: Domain | None, fits: list[tuple[Split, Fit]]
             ) -> list[str]:
     """[profile.domain], [profile.bands] and [profile.errors] for a profile: the in-domain
-    band from its own splits, the others pooled over every split of their kind."""
-    own = [f for s, f in fits if s.name in profile.splits]
-    kinds = {"in_domain": own, **{k: [f for s, f in fits if s.kind == k]
-                                  for k in ("model", "build", "precision")}}
-    said = {"in_domain": f"this profile's splits ({len(own)})",
-            **{k: f"{len(v)} splits pooled: {KINDS[k]}" for k, v in kinds.items()
-               if k != "in_domain"}}
-    banded = {k: {m: b for m in FIT_METRICS if (b := bands.band(_ratios(v, m)))}
-              for k, v in kinds.items()}
-    errors = {k: {m: e for m in FIT_METRICS if (e := bands.median_error(_ratios(v, m)))
-                  is not None} for k, v in kinds.items() if k != "in_domain"}
+    band from the workload splits (the wider of its own and of every profile's), the others
+    pooled over every split of their kind (a GPU split: the profile used on another GPU)."""
+    kinds = {"in_domain": "workload", "gpu": "gpu", "model": "model", "build": "build",
+             "precision": "precision"}
+    banded, errors, said = {}, {}, {}
+    for name, kind in kinds.items():
+        own, pooled = _band_sources(kind, profile.splits, fits)
+        banded[name] = {m: b for m in FIT_METRICS if (b := _interval(own, pooled, m))}
+        said[name] = (f"the wider of this profile's {len(own)} and every profile's "
+                      f"{len(pooled)} workload splits" if name == "in_domain" else
+                      f"{len(pooled)} splits pooled: {KINDS[kind]}")
+        if name != "in_domain":
+            errors[name] = {m: e for m in FIT_METRICS
+                            if (e := bands.median_error(_ratios(pooled, m))) is not None}
     return [*(toml_lines(fitted) + [""] if fitted else []),
             *bands.toml_lines(banded, errors, said)]
+
+
+def _band_sources(kind: str, own_names: tuple[str, ...] | set[str],
+                  fits: list[tuple[Split, Fit]], leave_out: str | None = None
+                  ) -> tuple[list[Fit], list[Fit]]:
+    """(own, pooled): the held-out fits an 80% band of ``kind`` comes from. Pooled: every
+    split of the kind; own: for workload splits those named in ``own_names`` (a profile's),
+    else the pooled ones. ``leave_out``: the split whose coverage the band is held to."""
+    pooled = [f for s, f in fits if s.kind == kind and s.name != leave_out]
+    if kind != "workload":
+        return pooled, pooled
+    return [f for s, f in fits if s.kind == kind and s.name in own_names
+            and s.name != leave_out], pooled
+
+
+def _interval(own: list[Fit], pooled: list[Fit], metric: str,
+              of: Callable = bands.band) -> tuple[float, float] | None:
+    """The wider of the bands ``of`` gives over the own and the pooled fits."""
+    return bands.widest(of(_ratios(own, metric)), of(_ratios(pooled, metric)))
 
 
 def _ratios(fits: list[Fit], metric: str) -> list[float]:
@@ -528,26 +551,18 @@ def pooled_markdown(summary: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _peers(split: Split, fits: list[tuple[Split, Fit]]) -> list[Fit]:
-    """The splits a held-out split's band is taken from when its coverage is measured: for a
-    workload or GPU split, the other splits of the profile it belongs to (the band that
-    profile ships, less this split); for the others, the other splits of its kind."""
-    if split.kind in ("workload", "gpu"):
-        names = {n for p in PROFILES if split.name in p.splits for n in p.splits}
-        return [f for s, f in fits if s.name in names and s.name != split.name]
-    return [f for s, f in fits if s.kind == split.kind and s.name != split.name]
-
-
 def coverage(fits: list[tuple[Split, Fit]]) -> list[dict]:
-    """Per split and metric: how many held-out runs fall inside the 80% band its peers
-    give (none: no peer)."""
+    """Per split and metric: how many held-out runs fall inside the 80% band the other
+    splits give, taken as a shipped profile takes it (:func:`_band_sources`, this split left
+    out; a workload split's own: the other workload splits of its profile); None: no band."""
     out = []
     for split, fit in fits:
         row: dict = {"split": split.name, "kind": split.kind}
-        peers = _peers(split, fits)
+        names = {n for p in PROFILES if split.name in p.splits for n in p.splits}
+        own, pooled = _band_sources(split.kind, names, fits, leave_out=split.name)
         for metric in FIT_METRICS:
             for key, of in ((metric, bands.band), (f"{metric}_p10p90", bands.quantile_band)):
-                interval = of(_ratios(peers, metric))
+                interval = _interval(own, pooled, metric, of)
                 row[key] = None if interval is None else \
                     bands.inside(_ratios([fit], metric), interval)
         out.append(row)
@@ -563,10 +578,11 @@ def coverage_markdown(per_split: list[dict]) -> str:
         return f"{hit}/{n} ({100 * hit / n:.0f}%)" if n else "—"
 
     lines = ["", "Coverage of the 80% band (measured / model, split-conformal in log space: "
-             "perfgraph.measured.bands): held-out runs inside the band their peers give (a "
-             "workload or GPU split: the other splits of its profile; the other kinds: the "
-             "other splits of the kind); target 75–85%. Last column: the plain p10–p90 of the "
-             "peers' ratios, for comparison.", "",
+             "perfgraph.measured.bands): held-out runs inside the band the other splits give, "
+             "taken as a profile takes it (a workload split: the wider of its profile's other "
+             "workload splits and every other workload split; the other kinds: the other "
+             "splits of the kind); target 75–85%. Last column: the same with the plain "
+             "p10–p90 of the ratios, for comparison.", "",
              "| held out | TTFT | TPOT | throughput | every metric | every metric, p10–p90 |",
              "|---|---:|---:|---:|---:|---:|"]
     plain = tuple(f"{m}_p10p90" for m in FIT_METRICS)

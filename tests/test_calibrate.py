@@ -163,6 +163,7 @@ def test_the_overlay_records_the_domain_of_its_fitted_runs(fit):
     assert profile["precisions"] == ["fp8"] and profile["engine"] == "vllm"
     assert profile["isl"] == [1024, 1024] and profile["osl"] == [1024, 1024]
     assert profile["parallelism"] == ["tp"] and profile["engine_builds"] == ["?"]
+    assert profile["hardware"] == ["h100-sxm"]
     # measured / model per held-out run, beside |error|
     tpot = next(e for e in fit.held_out if e.metric == "tpot")
     assert [abs(1 / r - 1) for r in tpot.ratios] == pytest.approx(list(tpot.errors))

@@ -38,14 +38,17 @@ engine_builds = ["?"]
 isl = [1024, 8192]
 osl = [1024, 1024]
 parallelism = ["tp"]
+hardware = ["h200"]
 
 [profile.bands]
 in_domain = { ttft = [0.8, 1.5], tpot = [0.9, 1.2], throughput = [0.85, 1.1] }
 model = { ttft = [0.5, 2.0], tpot = [0.6, 1.7], throughput = [0.7, 1.4] }
+gpu = { ttft = [0.6, 1.6], tpot = [0.8, 1.3], throughput = [0.8, 1.3] }
 precision = { ttft = [0.7, 1.3], tpot = [0.5, 1.1], throughput = [0.9, 1.8] }
 
 [profile.errors]
 model = { ttft = 0.5, tpot = 0.4, throughput = 0.3 }
+gpu = { ttft = 0.3, tpot = 0.2, throughput = 0.2 }
 precision = { ttft = 0.2, tpot = 0.25, throughput = 0.15 }
 
 [values]
@@ -133,6 +136,16 @@ def test_a_model_of_the_same_architecture_under_another_name_is_in_domain(
     assert "model llama-3.1-70b (dense) not fitted" in changed.prediction
 
 
+def test_a_profile_used_on_another_gpu_quotes_the_leave_one_gpu_out_error(
+        fixture: str) -> None:
+    s = load(ScenarioSpec(model="llama-3.3-70b", hardware="h100-sxm", calibration=fixture,
+                          sets=(("tp", "2"),)))
+    assert ("; hardware h100-sxm; fitted on h200: extrapolated; leave-one-GPU-out error "
+            "ttft 30%, tpot 20%, throughput 20%; 80% band") in s.prediction
+    assert s.assessment.bands == {"ttft": (0.6, 1.6), "tpot": (0.8, 1.3),
+                                  "throughput": (0.8, 1.3)}
+
+
 def test_two_extrapolations_take_the_wider_band(fixture: str) -> None:
     s = scenario(fixture, "llama-3.1-8b", precision="bf16")
     kinds = [e.kind for e in s.assessment.extrapolations]
@@ -167,7 +180,7 @@ def test_a_profile_without_a_domain_says_so(tmp_path: Path) -> None:
 def test_domain_tables_round_trip(tmp_path: Path) -> None:
     fitted = domain.Domain(("deepseek-r1-0528",), ("moe", "mla"), (6.71e11, 6.71e11),
                            ("fp8",), "trtllm", ("1.3.0rc14", "?"), (1024, 8192),
-                           (1024, 8192), ("tp", "ep"))
+                           (1024, 8192), ("tp", "ep"), ("h200",))
     path = tmp_path / "d.toml"
     path.write_text("[profile]\nruns = 9\n\n" + "\n".join(domain.toml_lines(fitted)) + "\n")
     table = tomlfile.read(path).data["profile"]["domain"]
@@ -209,6 +222,8 @@ def test_band_is_split_conformal_in_log_space() -> None:
     assert bands.band([1.0]) is None
     # the plain p10–p90 (for comparison): 1 + 0.1 × 4 = 1.4 and 1 + 0.9 × 4 = 4.6
     assert bands.quantile_band([1, 2, 3, 4, 5]) == pytest.approx((1.4, 4.6))
+    assert bands.widest((0.9, 1.1), None, (1.0, 1.3)) == (0.9, 1.3)
+    assert bands.widest(None) is None
     # |1/r − 1| of 0.5, 1.0, 2.0: 1, 0, 0.5 → median 0.5
     assert bands.median_error([0.5, 1.0, 2.0]) == 0.5
 

@@ -41,6 +41,14 @@ def band(ratios: Iterable[float]) -> tuple[float, float] | None:
     return math.exp(centre - half), math.exp(centre + half)
 
 
+def widest(*intervals: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The smallest interval holding every given one (None: none given)."""
+    got = [i for i in intervals if i is not None]
+    if not got:
+        return None
+    return min(lo for lo, _ in got), max(hi for _, hi in got)
+
+
 def quantile_band(ratios: Iterable[float]) -> tuple[float, float] | None:
     """The plain p10–p90 of measured / model (for comparison with :func:`band`)."""
     got = finite(ratios)

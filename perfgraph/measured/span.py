@@ -32,7 +32,8 @@ def domain_of(runs: Sequence[Comparison], base: Baseline) -> domain.Domain:
         if s.group not in sheets:
             scenario = load(s.spec(base.spec))
             sheets[s.group] = domain.point_of(scenario.sheet, scenario.model.slug,
-                                              scenario.precision, scenario.engine)
+                                              scenario.precision, scenario.engine,
+                                              scenario.hardware.slug)
         point = sheets[s.group]
         tp = [] if (s.tp or 1) <= 1 else ["tp"]
         kinds = (*tp, *(k for k in point.parallelism if k != "tp"))

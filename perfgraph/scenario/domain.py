@@ -35,7 +35,7 @@ CLASS_NAMES = {"dense": "dense", "moe": "MoE", "mla": "MLA", "linear": "linear a
 PARALLELISM = (("tp", "tp"), ("pp", "pp"), ("ep", "ep"), ("dp_attention", "dp-attention"),
                ("disaggregated", "disaggregated"))
 #: the kinds of extrapolation, each the dimension it leaves the domain along
-KINDS = ("model", "precision", "engine", "workload", "parallelism")
+KINDS = ("model", "hardware", "precision", "engine", "workload", "parallelism")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class Point:
     isl: float
     osl: float
     parallelism: tuple[str, ...]
+    hardware: str = ""  # the catalog slug ("": not known)
     #: fitted models whose catalog values this model's cells equal: the same architecture
     #: under another name (Llama-3.1-70B is Llama-3.3-70B's), in the domain as they are
     twins: tuple[str, ...] = ()
@@ -68,6 +69,7 @@ class Domain:
     isl: tuple[float, float]
     osl: tuple[float, float]
     parallelism: tuple[str, ...]
+    hardware: tuple[str, ...] = ()  # empty: not recorded (a profile is for one GPU)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ class Extrapolation:
     text: str  # what leaves the domain, in words
 
 
-def point_of(sheet: Sheet, model: str, precision: str, engine: str) -> Point:
+def point_of(sheet: Sheet, model: str, precision: str, engine: str,
+             hardware: str = "") -> Point:
     """The scenario's point: its model's class and size, lengths and parallelism, from the
     cells (so that ``--set`` counts)."""
     def on(cell: str) -> bool:
@@ -91,7 +94,7 @@ def point_of(sheet: Sheet, model: str, precision: str, engine: str) -> Point:
     kinds = tuple(kind for cell, kind in PARALLELISM
                   if (on(cell) if kind in ("dp-attention", "disaggregated") else count(cell) > 1))
     return Point(model, arch, count("n_params"), precision.lower(), engine, count("isl"),
-                 count("osl"), kinds)
+                 count("osl"), kinds, hardware)
 
 
 def twins(sheet: Sheet, model: Entry, fitted: Iterable[str]) -> tuple[str, ...]:
@@ -140,7 +143,8 @@ def span(points: Sequence[Point], engine_builds: Iterable[str] = ()) -> Domain:
                   "+".join(engines), ordered(engine_builds), bounds(p.isl for p in points),
                   bounds(p.osl for p in points),
                   ordered(sorted({k for p in points for k in p.parallelism},
-                                 key=[k for _, k in PARALLELISM].index)))
+                                 key=[k for _, k in PARALLELISM].index)),
+                  ordered(p.hardware for p in points if p.hardware))
 
 
 def classes(architecture: Iterable[str]) -> str:
@@ -184,6 +188,9 @@ def extrapolations(domain: Domain, point: Point) -> tuple[Extrapolation, ...]:
             said += (f"; {_params(point.n_params)} parameters, fitted "
                      f"{_params(lo)}{'' if lo == hi else '–' + _params(hi)}")
         out.append(Extrapolation("model", said))
+    if domain.hardware and point.hardware and point.hardware not in domain.hardware:
+        out.append(Extrapolation("hardware", f"hardware {point.hardware}; fitted on "
+                                 f"{', '.join(domain.hardware)}"))
     if point.precision not in domain.precisions:
         out.append(Extrapolation("precision", f"precision {point.precision}; fitted on "
                                  f"{', '.join(domain.precisions)}"))
@@ -215,18 +222,19 @@ def from_table(table: Mapping[str, object]) -> Domain:
 
     return Domain(names("models"), names("architecture"), pair("params"),
                   names("precisions"), str(table["engine"]), names("engine_builds"),
-                  pair("isl"), pair("osl"), names("parallelism"))
+                  pair("isl"), pair("osl"), names("parallelism"), names("hardware"))
 
 
 DOMAIN_KEYS = ("models", "architecture", "params", "precisions", "engine", "engine_builds",
-               "isl", "osl", "parallelism")
+               "isl", "osl", "parallelism", "hardware")
+OPTIONAL_KEYS = ("engine_builds", "hardware")
 
 
 def check_table(table: object) -> str | None:
     """Why a ``[profile.domain]`` table is malformed, or None."""
     if not isinstance(table, dict):
         return "[profile.domain] must be a table"
-    missing = [k for k in DOMAIN_KEYS if k not in table and k != "engine_builds"]
+    missing = [k for k in DOMAIN_KEYS if k not in table and k not in OPTIONAL_KEYS]
     unknown = [k for k in table if k not in DOMAIN_KEYS]
     if missing or unknown:
         return (f"[profile.domain] {'lacks ' + ', '.join(missing) if missing else ''}"
@@ -261,6 +269,7 @@ def toml_lines(domain: Domain) -> list[str]:
         ("osl", f"[{domain.osl[0]:g}, {domain.osl[1]:g}]", "configured OSL, tokens"),
         ("parallelism", _strings(domain.parallelism),
          "kinds used: tp (> 1), pp (> 1), ep (> 1), dp-attention, disaggregated"),
+        ("hardware", _strings(domain.hardware), "the GPUs the runs ran on (catalog slugs)"),
     ]
     width = max(len(f"{k} = {v}") for k, v, _ in rows)
     return ["[profile.domain]  # what the fit saw: a scenario outside it is an extrapolation",

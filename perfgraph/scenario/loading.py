@@ -90,7 +90,8 @@ class Scenario:
         profile's domain or extrapolated from it, with the band that applies."""
         if self.calibration is None:
             return profiles.assess(None)
-        point = domain.point_of(self.sheet, self.model.slug, self.precision, self.engine)
+        point = domain.point_of(self.sheet, self.model.slug, self.precision, self.engine,
+                                self.hardware.slug)
         fitted = profiles.fitted_models(self.calibration.doc)
         point = replace(point, twins=domain.twins(self.sheet, self.model, fitted))
         return profiles.assess(self.calibration.doc, point)

@@ -100,14 +100,16 @@ def _check_kinds(key: str, table: object) -> str | None:
 # --------------------------------------------------------------------------- the label
 
 
-#: the held-out kinds a band or an error is measured for: in_domain (the profile's workload
-#: and GPU splits), model (leave-one-model-out), build (leave-one-engine-build-out),
-#: precision (fit FP8, hold FP4)
-BAND_KINDS = ("in_domain", "model", "build", "precision")
+#: the held-out kinds a band or an error is measured for: in_domain (workload splits: same
+#: GPU and engine, another ISL/OSL), gpu (fit on one GPU, hold another), model
+#: (leave-one-model-out), build (leave-one-engine-build-out), precision (fit FP8, hold FP4)
+BAND_KINDS = ("in_domain", "gpu", "model", "build", "precision")
 #: which measured kind stands for each kind of extrapolation (None: never measured)
-MEASURED_AS = {"model": "model", "precision": "precision", "workload": "in_domain",
+MEASURED_AS = {"model": "model", "hardware": "gpu", "precision": "precision",
+               "workload": "in_domain",
                "engine": None, "parallelism": None}
-SPLIT_NAMES = {"in_domain": "held-out error", "model": "leave-one-model-out error",
+SPLIT_NAMES = {"in_domain": "held-out error", "gpu": "leave-one-GPU-out error",
+               "model": "leave-one-model-out error",
                "build": "leave-one-build-out error", "precision": "fit-FP8-hold-FP4 error"}
 #: the cells each fitted metric is shown in (a band goes beside their values)
 BAND_CELLS = {"ttft": ("ttft",), "tpot": ("itl",),
