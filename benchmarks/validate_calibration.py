@@ -197,6 +197,8 @@ class Split:
     fit: tuple[Source, ...]
     held: tuple[Source, ...]
     sets: tuple[tuple[str, str], ...] = ()
+    #: the hardware × engine a model or build split is of (a profile's own evidence)
+    pair: tuple[str, str] | None = None
 
 
 def _label(rows: Rows) -> str:
@@ -252,11 +254,12 @@ DATACRUNCH = File(DATA / "sglang_h200_datacrunch" / "llama_3_3_70b_online_output
 #: (One Lambda run cannot fix the targets: it is held out, never fitted.)
 MODEL_SPLITS = (
     Split("H100 vLLM: fit Llama-3.3-70B, hold Llama-3.1-8B", "model",
-          (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"), (LAMBDA,)),
+          (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"), (LAMBDA,),
+          pair=("h100-sxm", "vllm")),
     Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model", (Rows("h200", "sglang"),),
-          (DATACRUNCH,)),
+          (DATACRUNCH,), pair=("h200", "sglang")),
     Split("H200 SGLang: fit Llama-3.3-70B, hold DeepSeek-R1", "model", (DATACRUNCH,),
-          (Rows("h200", "sglang"),)),
+          (Rows("h200", "sglang"),), pair=("h200", "sglang")),
 )
 #: the fewest runs a build split fits on: 4 runs give 12 values for the 9 targets
 MIN_FIT_RUNS = 4
@@ -272,7 +275,8 @@ def build_splits() -> tuple[Split, ...]:
             fit = Rows(hardware, engine, without=(tag,))
             if len(fit.runs()) >= MIN_FIT_RUNS:
                 out.append(Split(f"{_label(fit)}: fit other builds, hold {tag}", "build",
-                                 (fit,), (Rows(hardware, engine, builds=(tag,)),)))
+                                 (fit,), (Rows(hardware, engine, builds=(tag,)),),
+                                 pair=(hardware, engine)))
     return tuple(out)
 
 
@@ -389,9 +393,10 @@ def _tables(profile: Profile, fitted: Domain | None, fits: list[tuple[Split, Fit
     pooled over every split of their kind (a GPU split: the profile used on another GPU)."""
     kinds = {"in_domain": "workload", "gpu": "gpu", "model": "model", "build": "build",
              "precision": "precision"}
-    banded, errors, said = {}, {}, {}
+    banded, errors, said, evidence = {}, {}, {}, {}
     for name, kind in kinds.items():
         own, pooled = _band_sources(kind, profile.splits, fits)
+        evidence[name] = _evidence(profile, kind, fits)
         banded[name] = {m: b for m in FIT_METRICS if (b := _interval(own, pooled, m))}
         said[name] = (f"the wider of this profile's {len(own)} and every profile's "
                       f"{len(pooled)} workload splits" if name == "in_domain" else
@@ -400,7 +405,17 @@ def _tables(profile: Profile, fitted: Domain | None, fits: list[tuple[Split, Fit
             errors[name] = {m: e for m in FIT_METRICS
                             if (e := bands.median_error(_ratios(pooled, m))) is not None}
     return [*(toml_lines(fitted) + [""] if fitted else []),
-            *bands.toml_lines(banded, errors, said)]
+            *bands.toml_lines(banded, errors, said, evidence)]
+
+
+def _evidence(profile: Profile, kind: str, fits: list[tuple[Split, Fit]]) -> dict[str, int]:
+    """The splits of a kind, their held-out runs, and those of the profile's own hardware ×
+    engine (its own splits, or a model or build split of its pair)."""
+    of_kind = [(s, f) for s, f in fits if s.kind == kind]
+    own = [s for s, _ in of_kind
+           if s.name in profile.splits or s.pair == (profile.hardware, profile.engine)]
+    return {"splits": len(of_kind), "runs": sum(len(f.held_out_runs) for _, f in of_kind),
+            "own": len(own)}
 
 
 def _band_sources(kind: str, own_names: tuple[str, ...] | set[str],

@@ -51,6 +51,10 @@ model = { ttft = 0.5, tpot = 0.4, throughput = 0.3 }
 gpu = { ttft = 0.3, tpot = 0.2, throughput = 0.2 }
 precision = { ttft = 0.2, tpot = 0.25, throughput = 0.15 }
 
+[profile.evidence]
+model = { splits = 3, runs = 17, own = 0 }
+gpu = { splits = 6, runs = 74, own = 1 }
+
 [values]
 bandwidth_efficiency = 0.9
 """
@@ -116,7 +120,9 @@ def test_a_moe_model_on_a_dense_profile_is_extrapolated_with_the_model_error(
     text = s.prediction
     assert text.startswith("calibrated: fixture, 20 runs; MoE model; profile fitted on dense "
                            "(llama-3.3-70b); 671B parameters, fitted 70.6B: extrapolated; ")
-    assert "leave-one-model-out error ttft 50%, tpot 40%, throughput 30%" in text
+    # with what it rests on: 3 splits, none of this profile's hardware × engine
+    assert ("leave-one-model-out error ttft 50%, tpot 40%, throughput 30% (3 splits, 17 "
+            "held-out runs, none on fixture)") in text
     assert "held-out error ttft 14%" not in text  # never the in-domain error
     assert not s.assessment.in_domain
     assert s.assessment.bands == {"ttft": (0.5, 2.0), "tpot": (0.6, 1.7),
@@ -141,7 +147,8 @@ def test_a_profile_used_on_another_gpu_quotes_the_leave_one_gpu_out_error(
     s = load(ScenarioSpec(model="llama-3.3-70b", hardware="h100-sxm", calibration=fixture,
                           sets=(("tp", "2"),)))
     assert ("; hardware h100-sxm; fitted on h200: extrapolated; leave-one-GPU-out error "
-            "ttft 30%, tpot 20%, throughput 20%; 80% band") in s.prediction
+            "ttft 30%, tpot 20%, throughput 20% (6 splits, 74 held-out runs, 1 on fixture); "
+            "80% band") in s.prediction
     assert s.assessment.bands == {"ttft": (0.6, 1.6), "tpot": (0.8, 1.3),
                                   "throughput": (0.8, 1.3)}
 

@@ -84,9 +84,11 @@ def coverage(held: Sequence[Sequence[float]], of: Callable = band) -> tuple[int,
 
 
 def toml_lines(bands: Mapping[str, Mapping[str, tuple[float, float]]],
-               errors: Mapping[str, Mapping[str, float]], said: Mapping[str, str]) -> list[str]:
-    """``[profile.bands]`` and ``[profile.errors]``, each kind with a comment (``said``)
-    naming the held-out runs it comes from."""
+               errors: Mapping[str, Mapping[str, float]], said: Mapping[str, str],
+               evidence: Mapping[str, Mapping[str, int]] | None = None) -> list[str]:
+    """``[profile.bands]``, ``[profile.errors]`` and ``[profile.evidence]`` (per kind: the
+    splits and held-out runs behind it, and how many splits are of the profile's own
+    hardware × engine), each kind with a comment (``said``) naming its runs."""
     def row(kind: str, values: Mapping[str, object], fmt: str) -> str:
         inner = ", ".join(f"{m} = {fmt.format(*v) if isinstance(v, tuple) else fmt.format(v)}"
                           for m, v in values.items())
@@ -97,10 +99,15 @@ def toml_lines(bands: Mapping[str, Mapping[str, tuple[float, float]]],
     lines += ["", "[profile.errors]  # median held-out |model − measured| / measured, per "
               "kind of extrapolation"]
     lines += [row(k, v, "{:.3f}") for k, v in errors.items() if v]
+    if evidence:
+        lines += ["", "[profile.evidence]  # behind each kind: held-out splits, runs, and the "
+                  "splits of this hardware × engine (own)"]
+        lines += [row(k, v, "{}") for k, v in evidence.items() if v]
     return lines
 
 
-PROFILE_TABLES = ("[profile.domain]", "[profile.bands]", "[profile.errors]")
+PROFILE_TABLES = ("[profile.domain]", "[profile.bands]", "[profile.errors]",
+                  "[profile.evidence]")
 
 
 def splice(text: str, tables: Sequence[str]) -> str:

@@ -36,7 +36,7 @@ from perfgraph.scenario import domain
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 PROFILE_KEYS = ("hardware", "engine", "engine_version", "runs", "held_out", "fitted_on",
-                "workloads", "domain", "bands", "errors")
+                "workloads", "domain", "bands", "errors", "evidence")
 DEFAULT_ENGINE = "vllm"
 
 
@@ -72,13 +72,14 @@ def check_profile(doc: tomlfile.TomlDoc) -> None:
 
         if key == "domain" and (why := domain.check_table(value)) is not None:
             raise doc.error(why, "profile", key)
-        if key in ("bands", "errors") and (why := _check_kinds(key, value)) is not None:
+        if key in ("bands", "errors", "evidence") and \
+                (why := _check_kinds(key, value)) is not None:
             raise doc.error(why, "profile", key)
 
 
 def _check_kinds(key: str, table: object) -> str | None:
     """``[profile.bands]`` holds kind = {metric = [low, high]}; ``[profile.errors]`` kind =
-    {metric = fraction}."""
+    {metric = fraction}; ``[profile.evidence]`` kind = {splits, runs, own = counts}."""
     if not isinstance(table, dict):
         return f"[profile.{key}] must be a table"
     for kind, metrics in table.items():
@@ -87,14 +88,20 @@ def _check_kinds(key: str, table: object) -> str | None:
         if not isinstance(metrics, dict):
             return f"[profile.{key}] {kind} must be a table of metric = value"
         for metric, v in metrics.items():
-            good = (isinstance(v, list) and len(v) == 2 and all(
-                isinstance(x, (int, float)) and x > 0 for x in v) and v[0] <= v[1]) \
-                if key == "bands" else (isinstance(v, (int, float)) and v >= 0)
+            good, expected = _good(key, v)
             if not good:
-                return (f"[profile.{key}] {kind}.{metric}: expected "
-                        + ("[low, high], ratios > 0, low ≤ high" if key == "bands"
-                           else "a fraction ≥ 0"))
+                return f"[profile.{key}] {kind}.{metric}: expected {expected}"
     return None
+
+
+def _good(key: str, v: object) -> tuple[bool, str]:
+    if key == "bands":
+        return (isinstance(v, list) and len(v) == 2 and all(
+            isinstance(x, (int, float)) and x > 0 for x in v) and v[0] <= v[1],
+            "[low, high], ratios > 0, low ≤ high")
+    if key == "evidence":
+        return isinstance(v, int) and v >= 0, "a count ≥ 0"
+    return isinstance(v, (int, float)) and v >= 0, "a fraction ≥ 0"
 
 
 # --------------------------------------------------------------------------- the label
@@ -175,7 +182,8 @@ def assess(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> A
     kinds = list(dict.fromkeys(MEASURED_AS[e.kind] for e in out))
     said = "; ".join(e.text for e in out)
     errors = [_errors_said(k, table.get("held_out") if k == "in_domain"
-                           else table.get("errors", {}).get(k)) if k else
+                           else table.get("errors", {}).get(k))
+              + _evidence_said(table.get("evidence", {}).get(k), name) if k else
               f"error not measured for this extrapolation "
               f"({', '.join(e.kind for e in out if MEASURED_AS[e.kind] is None)})"
               for k in kinds]
@@ -202,6 +210,16 @@ def _errors_said(kind: str, errors: object) -> str:
         return f"{SPLIT_NAMES[kind]} not stated"
     return f"{SPLIT_NAMES[kind]} " + ", ".join(
         f"{metric} {100 * float(v):.0f}%" for metric, v in errors.items())
+
+
+def _evidence_said(evidence: object, name: str) -> str:
+    """`` (3 splits, 17 held-out runs, none on h200.trtllm)``: how much a kind's error rests
+    on, and whether any of it is of this profile's hardware × engine."""
+    if not isinstance(evidence, dict) or "splits" not in evidence:
+        return ""
+    own = evidence.get("own", 0)
+    return (f" ({evidence['splits']} splits, {evidence.get('runs', '?')} held-out runs, "
+            f"{own or 'none'} on {name})")
 
 
 def _bands(table: object) -> dict[str, tuple[float, float]] | None:
