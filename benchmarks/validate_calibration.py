@@ -24,6 +24,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,11 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfgraph._infra.atomic import write_text_atomic  # noqa: E402
+from perfgraph.measured import bands  # noqa: E402
 from perfgraph.measured.adapters import MeasuredRun, read_runs  # noqa: E402
 from perfgraph.measured.calibrate import Fit, MetricError, calibrate, overlay_text  # noqa: E402
-from perfgraph.measured.compare import Comparison  # noqa: E402
+from perfgraph.measured.compare import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
+from perfgraph.measured.span import domain_of  # noqa: E402
+from perfgraph.measured.targets import FIT_METRICS  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
+from perfgraph.scenario.domain import Domain, toml_lines  # noqa: E402
 from perfgraph.scenario.profiles import PROFILES_DIR  # noqa: E402
 
 #: Relative to the checkout (main() runs there), so profiles name their files portably.
@@ -110,46 +115,90 @@ class Rows:
     precision: str = "fp8"
     shape: tuple[int, int] | None = None
     path: Path = IX
+    #: only the rows of these engine builds (image tags), or all but those of ``without``
+    builds: tuple[str, ...] | None = None
+    without: tuple[str, ...] = ()
 
     @property
     def sets(self) -> tuple[tuple[str, str], ...]:
         return HARNESS.get((self.hardware, self.engine, self.precision), ())
 
+    @property
+    def options(self) -> tuple:
+        return (None, None, None, None, self.sets)
+
     def runs(self) -> list[MeasuredRun]:
         return [r for r in read_runs(self.path).runs
                 if (r.hardware or "").lower() == self.hardware and r.engine == self.engine
                 and (r.precision or "").lower() == self.precision
-                and (self.shape is None or (r.isl_configured, r.osl_configured) == self.shape)]
+                and (self.shape is None or (r.isl_configured, r.osl_configured) == self.shape)
+                and (self.builds is None or _tag(r) in self.builds) and _tag(r) not in self.without]
 
     def __str__(self) -> str:
         shape = "every ISL/OSL" if self.shape is None else f"ISL/OSL {_shape(self.shape)}"
+        builds = (f", builds {', '.join(self.builds)}" if self.builds else "") + \
+            (f", without builds {', '.join(self.without)}" if self.without else "")
         return (f"{self.path}: the {self.hardware} {self.engine} {self.precision} rows, "
-                f"{shape}")
+                f"{shape}{builds}")
 
 
-Source = Path | Rows
+def _tag(run: MeasuredRun) -> str:
+    return (run.engine_build or "?").rsplit(":", 1)[-1]
+
+
+@dataclass(frozen=True)
+class File:
+    """A measured file whose runs do not say everything (model, GPU, precision, TP): the
+    scenario options that say it, from its PROVENANCE.md entry."""
+
+    path: Path
+    model: str | None = None
+    hardware: str | None = None
+    precision: str | None = None
+    engine: str | None = None
+    sets: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def options(self) -> tuple:
+        return (self.model, self.hardware, self.precision, self.engine, self.sets)
+
+    def runs(self) -> list[MeasuredRun]:
+        return list(read_runs(self.path).runs)
+
+    def __str__(self) -> str:
+        return f"{self.path} ({', '.join(str(o) for o in self.options[:4] if o)})"
+
+
+Source = Path | Rows | File
 
 
 def _runs(sources: tuple[Source, ...]) -> list[MeasuredRun]:
-    return [r for s in sources for r in (s.runs() if isinstance(s, Rows) else read_runs(s).runs)]
+    return [r for s in sources for r in (read_runs(s).runs if isinstance(s, Path) else s.runs())]
 
 
-def _sets(sources: tuple[Source, ...]) -> tuple[tuple[str, str], ...]:
-    """The launch flags the sources share (a split's fitted or held-out side is one
-    deployment)."""
-    flags = {s.sets if isinstance(s, Rows) else () for s in sources}
-    if len(flags) != 1:
-        raise ValueError(f"sources served with different flags: {sorted(flags)}")
-    return flags.pop()
+def _spec(sources: tuple[Source, ...], sets: tuple[tuple[str, str], ...] = ()) -> ScenarioSpec:
+    """The scenario options the sources share (a split's fitted or held-out side is one
+    deployment): the launch flags, and what a file does not say of its runs."""
+    options = {(None, None, None, None, ()) if isinstance(s, Path) else s.options
+               for s in sources}
+    if len(options) != 1:
+        raise ValueError(f"sources served with different options: {sorted(map(str, options))}")
+    model, hardware, precision, engine, flags = options.pop()
+    return ScenarioSpec(model=model, hardware=hardware, precision=precision, engine=engine,
+                        sets=sets + flags)
 
 
 @dataclass(frozen=True)
 class Split:
     name: str
-    kind: str  # "workload" (same GPU and engine), "gpu" (same vendor) or "precision"
+    #: "workload" (same GPU and engine), "gpu" (same vendor), "precision", "model" (leave one
+    #: model out, same GPU and engine) or "build" (leave one engine build out)
+    kind: str
     fit: tuple[Source, ...]
     held: tuple[Source, ...]
     sets: tuple[tuple[str, str], ...] = ()
+    #: the hardware × engine a model or build split is of (a profile's own evidence)
+    pair: tuple[str, str] | None = None
 
 
 def _label(rows: Rows) -> str:
@@ -191,6 +240,44 @@ IX_PRECISION_SPLITS = tuple(
     Split(f"{_label(Rows(h, e)).rsplit(' ', 1)[0]}: fit FP8, hold FP4", "precision", (Rows(h, e),),
           (Rows(h, e, "fp4"),))
     for h, e in (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom")))
+
+
+#: Files of a second model on a hardware × engine the profiles cover (PROVENANCE.md): the
+#: Lambda vLLM 0.5.4 run of Llama-3.1-8B FP8 on one H100 SXM, and DataCrunch's SGLang runs of
+#: Llama-3.3-70B BF16 at TP4 on H200 (request-rate paced; the file names neither).
+LAMBDA = File(DATA / "lambda_vllm054_1xH100-80GB-SXM_prompt_10"
+              / "Meta-Llama-3.1-8B-FP8_tp1_len2048.json", hardware="h100-sxm", sets=(("tp", "1"),))
+DATACRUNCH = File(DATA / "sglang_h200_datacrunch" / "llama_3_3_70b_online_output.jsonl",
+                  model="llama-3.3-70b", hardware="h200", precision="bf16", engine="sglang",
+                  sets=(("tp", "4"),))
+#: Leave one model out: fit a hardware × engine on one model's runs, hold another model's.
+#: (One Lambda run cannot fix the targets: it is held out, never fitted.)
+MODEL_SPLITS = (
+    Split("H100 vLLM: fit Llama-3.3-70B, hold Llama-3.1-8B", "model",
+          (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"), (LAMBDA,),
+          pair=("h100-sxm", "vllm")),
+    Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model", (Rows("h200", "sglang"),),
+          (DATACRUNCH,), pair=("h200", "sglang")),
+    Split("H200 SGLang: fit Llama-3.3-70B, hold DeepSeek-R1", "model", (DATACRUNCH,),
+          (Rows("h200", "sglang"),), pair=("h200", "sglang")),
+)
+#: the fewest runs a build split fits on: 4 runs give 12 values for the 9 targets
+MIN_FIT_RUNS = 4
+
+
+def build_splits() -> tuple[Split, ...]:
+    """Leave one engine build out: per hardware × engine, hold the FP8 rows of one named
+    build (image tag) and fit the others (rows naming no build stay on the fitted side)."""
+    out = []
+    for hardware, engine in IX_PAIRS:
+        tags = sorted({_tag(r) for r in Rows(hardware, engine).runs()} - {"?"})
+        for tag in tags if len(tags) > 1 else ():
+            fit = Rows(hardware, engine, without=(tag,))
+            if len(fit.runs()) >= MIN_FIT_RUNS:
+                out.append(Split(f"{_label(fit)}: fit other builds, hold {tag}", "build",
+                                 (fit,), (Rows(hardware, engine, builds=(tag,)),),
+                                 pair=(hardware, engine)))
+    return tuple(out)
 
 
 #: The KV cache's dtype is each engine's rule (engines/*.toml kv_cache_dtype), applied per run
@@ -255,10 +342,11 @@ PROFILES = (
 )
 
 
-def write_profile(profile: Profile, split_fits: dict[str, Fit]) -> Path:
-    sets = profile.sets + _sets(profile.files)
-    base = Baseline.from_spec(ScenarioSpec(hardware=profile.hardware, sets=sets))
-    fit = calibrate(_runs(profile.files), base)
+def write_profile(profile: Profile, split_fits: dict[str, Fit],
+                  fits: list[tuple[Split, Fit]]) -> Path:
+    spec = replace(_spec(profile.files, profile.sets), hardware=profile.hardware)
+    sets = spec.sets
+    fit = calibrate(_runs(profile.files), Baseline.from_spec(spec))
     worst = {}
     for name in profile.splits:
         for e in split_fits[name].held_out:
@@ -276,14 +364,86 @@ def write_profile(profile: Profile, split_fits: dict[str, Fit]) -> Path:
                     "validate_calibration.py HARNESS): " + ", ".join(f"{c} = {v}" for c, v in sets))
     head, rest = text.split("\n", 2)[:2], text.split("\n", 2)[2]
     text = "\n".join([*head, *said, rest])
-    path = PROFILES_DIR.relative_to(ROOT) / f"{profile.hardware}.{profile.engine}.toml"
+    path = _profile_path(profile)
+    write_text_atomic(path, bands.splice(text, _tables(profile, fit.domain, fits)))
+    return path
+
+
+def _profile_path(profile: Profile) -> Path:
+    return PROFILES_DIR.relative_to(ROOT) / f"{profile.hardware}.{profile.engine}.toml"
+
+
+def write_domain(profile: Profile, fits: list[tuple[Split, Fit]]) -> Path:
+    """The shipped profile with its domain, bands and errors written from its runs and the
+    splits, its fitted values untouched (the runs are compared, not refitted)."""
+    base = Baseline.from_spec(replace(_spec(profile.files, profile.sets),
+                                      hardware=profile.hardware))
+    compared = [c for c in compare_runs(_runs(profile.files), base, levers=False)
+                if c.error is None]
+    path = _profile_path(profile)
+    text = bands.splice(path.read_text(), _tables(profile, domain_of(compared, base), fits))
     write_text_atomic(path, text)
     return path
 
 
+def _tables(profile: Profile, fitted: Domain | None, fits: list[tuple[Split, Fit]]
+            ) -> list[str]:
+    """[profile.domain], [profile.bands] and [profile.errors] for a profile: the in-domain
+    band from the workload splits (the wider of its own and of every profile's), the others
+    pooled over every split of their kind (a GPU split: the profile used on another GPU)."""
+    kinds = {"in_domain": "workload", "gpu": "gpu", "model": "model", "build": "build",
+             "precision": "precision"}
+    banded, errors, said, evidence = {}, {}, {}, {}
+    for name, kind in kinds.items():
+        own, pooled = _band_sources(kind, profile.splits, fits)
+        evidence[name] = _evidence(profile, kind, fits)
+        banded[name] = {m: b for m in FIT_METRICS if (b := _interval(own, pooled, m))}
+        said[name] = (f"the wider of this profile's {len(own)} and every profile's "
+                      f"{len(pooled)} workload splits" if name == "in_domain" else
+                      f"{len(pooled)} splits pooled: {KINDS[kind]}")
+        if name != "in_domain":
+            errors[name] = {m: e for m in FIT_METRICS
+                            if (e := bands.median_error(_ratios(pooled, m))) is not None}
+    return [*(toml_lines(fitted) + [""] if fitted else []),
+            *bands.toml_lines(banded, errors, said, evidence)]
+
+
+def _evidence(profile: Profile, kind: str, fits: list[tuple[Split, Fit]]) -> dict[str, int]:
+    """The splits of a kind, their held-out runs, and those of the profile's own hardware ×
+    engine (its own splits, or a model or build split of its pair)."""
+    of_kind = [(s, f) for s, f in fits if s.kind == kind]
+    own = [s for s, _ in of_kind
+           if s.name in profile.splits or s.pair == (profile.hardware, profile.engine)]
+    return {"splits": len(of_kind), "runs": sum(len(f.held_out_runs) for _, f in of_kind),
+            "own": len(own)}
+
+
+def _band_sources(kind: str, own_names: tuple[str, ...] | set[str],
+                  fits: list[tuple[Split, Fit]], leave_out: str | None = None
+                  ) -> tuple[list[Fit], list[Fit]]:
+    """(own, pooled): the held-out fits an 80% band of ``kind`` comes from. Pooled: every
+    split of the kind; own: for workload splits those named in ``own_names`` (a profile's),
+    else the pooled ones. ``leave_out``: the split whose coverage the band is held to."""
+    pooled = [f for s, f in fits if s.kind == kind and s.name != leave_out]
+    if kind != "workload":
+        return pooled, pooled
+    return [f for s, f in fits if s.kind == kind and s.name in own_names
+            and s.name != leave_out], pooled
+
+
+def _interval(own: list[Fit], pooled: list[Fit], metric: str,
+              of: Callable = bands.band) -> tuple[float, float] | None:
+    """The wider of the bands ``of`` gives over the own and the pooled fits."""
+    return bands.widest(of(_ratios(own, metric)), of(_ratios(pooled, metric)))
+
+
+def _ratios(fits: list[Fit], metric: str) -> list[float]:
+    return [r for f in fits for e in f.held_out if e.metric == metric for r in e.ratios]
+
+
 def run_split(split: Split) -> Fit:
-    base = Baseline.from_spec(ScenarioSpec(sets=split.sets + _sets(split.fit)))
-    held_base = Baseline.from_spec(ScenarioSpec(sets=split.sets + _sets(split.held)))
+    base = Baseline.from_spec(_spec(split.fit, split.sets))
+    held_base = Baseline.from_spec(_spec(split.held, split.sets))
     return calibrate(_runs(split.fit), base, holdout=_runs(split.held), held_base=held_base)
 
 
@@ -306,7 +466,9 @@ def rows(fits: list[tuple[Split, Fit]]) -> list[dict]:
         out.append({"split": split.name, "kind": split.kind, "runs": len(fit.held_out_runs),
                     "builds": builds,
                     **{m: {"roofline": e.roofline, "median": e.calibrated,
-                           "p90": e.calibrated_p90} for m, e in errors.items()},
+                           "p90": e.calibrated_p90,
+                           "ratios": [r if math.isfinite(r) else None for r in e.ratios]}
+                       for m, e in errors.items()},
                     "notes": list(fit.notes)})
     return out
 
@@ -340,14 +502,19 @@ ISSUE_TARGETS: dict[str, dict[str, float]] = {
     "gpu": {"ttft": 0.20, "tpot": 0.20, "throughput": 0.20},
 }
 KINDS = {"workload": "fit on some ISL/OSL, hold another", "gpu": "fit on one GPU, hold another",
-         "precision": "fit FP8, hold FP4"}
+         "precision": "fit FP8, hold FP4", "model": "fit on one model, hold another",
+         "build": "fit on other engine builds, hold one"}
 
 
-DATASETS = ("InferenceMAX Llama-3.3-70B FP8, vLLM", "InferenceX DeepSeek-R1-0528")
+DATASETS = ("InferenceMAX Llama-3.3-70B FP8, vLLM", "InferenceX DeepSeek-R1-0528",
+            "every source")
 
 
 def _dataset(split: Split) -> str:
-    """The measured set a split's runs come from: InferenceMAX files, or InferenceX rows."""
+    """The measured set a split's runs come from: InferenceMAX files, InferenceX rows, or
+    (leave-one-model-out) several sources."""
+    if split.kind == "model":
+        return DATASETS[2]
     return DATASETS[1] if isinstance(split.fit[0], Rows) else DATASETS[0]
 
 
@@ -399,21 +566,87 @@ def pooled_markdown(summary: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def coverage(fits: list[tuple[Split, Fit]]) -> list[dict]:
+    """Per split and metric: how many held-out runs fall inside the 80% band the other
+    splits give, taken as a shipped profile takes it (:func:`_band_sources`, this split left
+    out; a workload split's own: the other workload splits of its profile); None: no band."""
+    out = []
+    for split, fit in fits:
+        row: dict = {"split": split.name, "kind": split.kind}
+        names = {n for p in PROFILES if split.name in p.splits for n in p.splits}
+        own, pooled = _band_sources(split.kind, names, fits, leave_out=split.name)
+        for metric in FIT_METRICS:
+            for key, of in ((metric, bands.band), (f"{metric}_p10p90", bands.quantile_band)):
+                interval = _interval(own, pooled, metric, of)
+                row[key] = None if interval is None else \
+                    bands.inside(_ratios([fit], metric), interval)
+        out.append(row)
+    return out
+
+
+def coverage_markdown(per_split: list[dict]) -> str:
+    """Coverage pooled per kind of split and over every kind: runs inside the 80% band of
+    their peers (target 75–85%)."""
+    def cell(rows: list[dict], metrics: tuple[str, ...]) -> str:
+        got = [r[m] for r in rows for m in metrics if r[m] is not None]
+        hit, n = sum(g[0] for g in got), sum(g[1] for g in got)
+        return f"{hit}/{n} ({100 * hit / n:.0f}%)" if n else "—"
+
+    lines = ["", "Coverage of the 80% band (measured / model, split-conformal in log space: "
+             "perfgraph.measured.bands): held-out runs inside the band the other splits give, "
+             "taken as a profile takes it (a workload split: the wider of its profile's other "
+             "workload splits and every other workload split; the other kinds: the other "
+             "splits of the kind); target 75–85%. Last column: the same with the plain "
+             "p10–p90 of the ratios, for comparison.", "",
+             "| held out | TTFT | TPOT | throughput | every metric | every metric, p10–p90 |",
+             "|---|---:|---:|---:|---:|---:|"]
+    plain = tuple(f"{m}_p10p90" for m in FIT_METRICS)
+    groups = [(KINDS[k], [r for r in per_split if r["kind"] == k]) for k in KINDS]
+    for name, rows in [*groups, ("pooled: every kind", per_split)]:
+        if rows:
+            lines.append(f"| {name} | " + " | ".join(cell(rows, (m,)) for m in FIT_METRICS)
+                         + f" | {cell(rows, FIT_METRICS)} | {cell(rows, plain)} |")
+    return "\n".join(lines) + "\n"
+
+
+def bounds_markdown(fits: list[tuple[Split, Fit]]) -> str:
+    """Each fitted value that ended on its bound, per split and per shipped profile."""
+    lines = ["", "Fitted values on a bound (a split's fit; a shipped profile's notes):", ""]
+    for split, fit in fits:
+        on = [n for n in fit.notes if "bound (" in n]  # "cell: on its lower bound (0.3)"
+        if on:
+            lines.append(f"- {split.name}: {'; '.join(on)}")
+    for profile in PROFILES:
+        notes = [line.removeprefix("# Note: ") for line in
+                 _profile_path(profile).read_text().splitlines()
+                 if line.startswith("# Note: ") and "bound (" in line]
+        if notes:
+            lines.append(f"- profile {profile.hardware}.{profile.engine}: {'; '.join(notes)}")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON, not Markdown")
     parser.add_argument("--write-profiles", action="store_true",
                         help="also refit the shipped profiles (perfgraph/scenario/profiles/)")
+    parser.add_argument("--write-domains", action="store_true",
+                        help="write the shipped profiles' domain, bands and errors from their "
+                             "runs and the splits, leaving their fitted values as they are")
     args = parser.parse_args()
     os.chdir(ROOT)
-    fits = [(s, run_split(s)) for s in SPLITS]
-    if args.write_profiles:
+    fits = [(s, run_split(s)) for s in (*SPLITS, *MODEL_SPLITS, *build_splits())]
+    if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits}
         for profile in PROFILES:
-            print(f"wrote {write_profile(profile, by_name)}", file=sys.stderr)
-    table, summary = rows(fits), pooled(fits)
-    sys.stdout.write(json.dumps({"splits": table, "pooled": summary}, indent=2) + "\n"
-                     if args.json else markdown(table) + pooled_markdown(summary))
+            path = write_profile(profile, by_name, fits) if args.write_profiles else \
+                write_domain(profile, fits)
+            print(f"wrote {path}", file=sys.stderr)
+    table, summary, covered = rows(fits), pooled(fits), coverage(fits)
+    sys.stdout.write(json.dumps({"splits": table, "pooled": summary, "coverage": covered},
+                                indent=2) + "\n"
+                     if args.json else markdown(table) + pooled_markdown(summary)
+                     + coverage_markdown(covered) + bounds_markdown(fits))
     return 0
 
 

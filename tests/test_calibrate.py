@@ -158,6 +158,21 @@ def test_the_overlay_reads_back_through_calibration(fit, tmp_path):
     assert pinned.sheet.magnitude("step_overhead") == 1.0
 
 
+def test_the_overlay_records_the_domain_of_its_fitted_runs(fit):
+    # the 1k/1k H100 file: Llama-3.3-70B FP8 (dense, 70.55e9 parameters), vLLM, TP 2/4/8,
+    # ISL = OSL = 1024 as configured
+    profile = tomlkit.parse(overlay_text(fit))["profile"]["domain"]
+    assert profile["models"] == ["llama-3.3-70b"] and profile["architecture"] == ["dense"]
+    assert profile["params"] == [70_553_706_496, 70_553_706_496]
+    assert profile["precisions"] == ["fp8"] and profile["engine"] == "vllm"
+    assert profile["isl"] == [1024, 1024] and profile["osl"] == [1024, 1024]
+    assert profile["parallelism"] == ["tp"] and profile["engine_builds"] == ["?"]
+    assert profile["hardware"] == ["h100-sxm"]
+    # measured / model per held-out run, beside |error|
+    tpot = next(e for e in fit.held_out if e.metric == "tpot")
+    assert [abs(1 / r - 1) for r in tpot.ratios] == pytest.approx(list(tpot.errors))
+
+
 def test_cli_calibrate_writes_the_overlay_and_prints_the_errors(tmp_path, capsys):
     out = tmp_path / "h100-sxm.vllm.toml"
     assert main(["calibrate", str(H100_1K), "--holdout", str(H100_8K), "--hardware",

@@ -40,10 +40,15 @@ def test_each_profile_states_what_it_was_fitted_on_and_stays_in_bounds(path) -> 
 
 def test_auto_labels_every_prediction(capsys) -> None:
     auto = load(ScenarioSpec(calibration="auto"))
-    held = tomlfile.read(PROFILES_DIR / "h100-sxm.vllm.toml").data["profile"]["held_out"]
+    profile = tomlfile.read(PROFILES_DIR / "h100-sxm.vllm.toml").data["profile"]
+    held, band = profile["held_out"], profile["bands"]["in_domain"]
+    # the default model, Llama-3.1-70B, has the architecture of the Llama-3.3-70B fitted
     assert auto.prediction == (
-        f"calibrated: h100-sxm.vllm, 30 runs, held-out error ttft {100 * held['ttft']:.0f}%, "
-        f"tpot {100 * held['tpot']:.0f}%, throughput {100 * held['throughput']:.0f}%")
+        "calibrated: h100-sxm.vllm, 30 runs, in domain: dense (llama-3.3-70b); llama-3.1-70b "
+        "has the architecture of llama-3.3-70b, held-out error "
+        f"ttft {100 * held['ttft']:.0f}%, tpot {100 * held['tpot']:.0f}%, throughput "
+        f"{100 * held['throughput']:.0f}%; 80% band (measured / model) " + ", ".join(
+            f"{m} ×{band[m][0]:.2f}–{band[m][1]:.2f}" for m in ("ttft", "tpot", "throughput")))
     assert load(ScenarioSpec()).prediction == "roofline"
     assert load(ScenarioSpec(hardware="l40s", calibration="auto")).prediction == "roofline"
     assert main(["eval", "--calibration", "auto", "--only", "itl"]) == 0

@@ -46,17 +46,33 @@ def test_auto_picks_the_profile_of_its_hardware_and_engine(hardware, engine) -> 
     scenario = load(ScenarioSpec(model="deepseek-r1-0528", hardware=hardware, engine=engine,
                                  calibration="auto"))
     held = profile["held_out"]
-    assert scenario.prediction == (
-        f"calibrated: {hardware}.{engine}, {len(runs)} runs, held-out error ttft "
-        f"{100 * held['ttft']:.0f}%, tpot {100 * held['tpot']:.0f}%, throughput "
-        f"{100 * held['throughput']:.0f}%")
+    assert scenario.prediction.startswith(
+        f"calibrated: {hardware}.{engine}, {len(runs)} runs, in domain: MoE/MLA "
+        f"(deepseek-r1-0528), held-out error ttft {100 * held['ttft']:.0f}%, tpot "
+        f"{100 * held['tpot']:.0f}%, throughput {100 * held['throughput']:.0f}%; 80% band ")
+    assert profile["domain"]["models"] == ["deepseek-r1-0528"]
+    assert profile["domain"]["isl"] == [1024, 8192] and profile["domain"]["osl"] == [1024, 8192]
+
+
+def test_a_dense_model_on_a_moe_profile_quotes_the_leave_one_model_out_error() -> None:
+    # the case: Llama-3.3-70B on the TensorRT-LLM H200 profile fitted on DeepSeek-R1
+    profile = tomlfile.read(PROFILES_DIR / "h200.trtllm.toml").data["profile"]
+    said = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", engine="trtllm",
+                             calibration="auto")).prediction
+    model = profile["errors"]["model"]
+    assert said.startswith("calibrated: h200.trtllm, 9 runs; dense model; profile fitted on "
+                           "MoE/MLA (deepseek-r1-0528); 70.6B parameters, fitted 671B: "
+                           "extrapolated; leave-one-model-out error ttft "
+                           f"{100 * model['ttft']:.0f}%, tpot {100 * model['tpot']:.0f}%")
+    assert "held-out error" not in said  # never the in-domain error
 
 
 def test_eval_labels_its_output_with_the_profile(capsys) -> None:
     assert main(["eval", "--model", "deepseek-r1-0528", "--hardware", "b200", "--engine",
                  "sglang", "--set", "tp=8", "--calibration", "auto", "--only", "itl"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.endswith(" · calibrated: b200.sglang, 12 runs, held-out error ttft "
+    assert first.endswith(" · calibrated: b200.sglang, 12 runs, in domain: MoE/MLA "
+                          "(deepseek-r1-0528), held-out error ttft "
                           + first.split("held-out error ttft ")[1])
     assert "calibrated: b200.sglang, 12 runs" in first
 
@@ -104,7 +120,8 @@ def test_compare_names_the_profile_that_predicts_each_row(capsys) -> None:
     out = capsys.readouterr().out
     for hardware, engine in PAIRS:
         held = tomlfile.read(PROFILES_DIR / f"{hardware}.{engine}.toml").data["profile"]
-        assert f"predicted by calibrated: {hardware}.{engine}, {held['runs']} runs, " \
-            f"held-out error ttft {100 * held['held_out']['ttft']:.0f}%" in out
+        assert f"predicted by calibrated: {hardware}.{engine}, {held['runs']} runs, in " \
+            "domain: MoE/MLA (deepseek-r1-0528), held-out error ttft " \
+            f"{100 * held['held_out']['ttft']:.0f}%" in out
     assert main(["compare", str(IX)]) == 0
     assert "predicted by" not in capsys.readouterr().out  # the roofline alone

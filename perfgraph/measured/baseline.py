@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from perfgraph.scenario import profiles
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 
 #: The serving inputs set per run, as columns of the sheet.
@@ -75,6 +76,9 @@ class Baseline:
     explicit: frozenset[str]
     cells: frozenset[str] = frozenset()  # the sheet's cell names
     engine: str = "vllm"
+    #: the calibration's label for runs taken together (each run's domain verdict is in its
+    #: own notes: "predicted by …"); roofline without one
+    label: str = "roofline"
 
     @classmethod
     def from_spec(cls, spec: ScenarioSpec) -> Baseline:
@@ -86,13 +90,15 @@ class Baseline:
                    "precision": scenario.precision}
         values = {name: scenario.sheet.magnitude(name) for name in CONFIG_CELLS
                   if scenario.sheet.error(name) is None}
+        label = profiles.label(scenario.calibration.doc) if scenario.calibration else \
+            "roofline"
         return cls(spec, choices, values, frozenset(_explicit(spec, scenario)),
-                   frozenset(scenario.sheet.names), scenario.engine)
+                   frozenset(scenario.sheet.names), scenario.engine, label)
 
     @property
     def reference(self) -> str:
-        """What the runs are held against: the roofline, or a calibrated model."""
-        return "calibrated model" if self.spec.calibration else "roofline"
+        """What the runs are held against: the roofline, or the calibration's label."""
+        return self.label
 
     def shown(self, kind: str) -> str:
         """A choice as a user reads it: the catalog slug for a catalog file."""

@@ -39,8 +39,10 @@ from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
+from perfgraph.measured.span import domain_of
 from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target, unidentified
 from perfgraph.measured.targets import documented as documented_targets
+from perfgraph.scenario.domain import Domain, toml_lines
 from perfgraph.scenario.loading import load
 
 
@@ -54,6 +56,8 @@ class MetricError:
     #: each run's |model/measured − 1| after the fit, so that errors of several fits can be
     #: pooled (benchmarks/validate_calibration.py: the median over every held-out run)
     errors: tuple[float, ...] = ()
+    #: each run's measured / model after the fit (signed: the bands' quantiles pool these)
+    ratios: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Fit:
     #: targets not fitted but held where the runs' engine file documents them ([realistic])
     held: Mapping[str, float] = field(default_factory=dict)
     engine: str | None = None  # the runs' engine, when they share one
+    domain: Domain | None = None  # the span of the fitted runs (perfgraph.measured.span)
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
                _errors(held_groups, values) if held else (),
                tuple(fitted), tuple(held), excluded,
                math.sqrt(cost / observations), notes, _workloads(fitted),
-               by_engine, engine)
+               by_engine, engine, domain_of(fitted, base))
 
 
 def _chosen(targets: Sequence[str] | None) -> tuple[Target, ...]:
@@ -241,19 +246,24 @@ def _scaled(target: Target, u: float) -> float:
 def _errors(groups: Sequence[_Group], values: Mapping[str, float]) -> tuple[MetricError, ...]:
     out = []
     for m in FIT_METRICS:
-        before = _abs_errors(groups, {}, m)
-        after = _abs_errors(groups, values, m)
+        before = [abs(1 / r - 1) for r in _ratios(groups, {}, m)]
+        ratios = _ratios(groups, values, m)
+        after = [abs(1 / r - 1) for r in ratios]
         out.append(MetricError(m, len(after), _median(before), _median(after),
-                               _quantile(after, 0.9), tuple(float(e) for e in after)))
+                               _quantile(after, 0.9), tuple(float(e) for e in after),
+                               tuple(float(r) for r in ratios)))
     return tuple(out)
 
 
-def _abs_errors(groups: Sequence[_Group], values: Mapping[str, float], metric: str) -> list:
+def _ratios(groups: Sequence[_Group], values: Mapping[str, float], metric: str) -> list:
+    """measured / model per run with the metric (a failed model: NaN, its error infinite)."""
     out: list[float] = []
     for g in groups:
         predicted = _predict(g, values)[metric]
         have = np.isfinite(g.measured[metric])
-        out += list(np.abs(predicted[have] / g.measured[metric][have] - 1.0))
+        with np.errstate(all="ignore"):
+            got = g.measured[metric][have] / predicted[have]
+        out += [float(r) if math.isfinite(r) and r > 0 else math.nan for r in got]
     return out
 
 
@@ -356,6 +366,8 @@ def profile_lines(fit: Fit, engine: str | None = None,
         lines.append(f"held_out = {{ {inner} }}")
     if fit.workloads:
         lines.append("workloads = [" + ", ".join(f'"{w}"' for w in fit.workloads) + "]")
+    if fit.domain is not None:
+        lines += ["", *toml_lines(fit.domain)]
     return lines
 
 

@@ -30,7 +30,7 @@ from perfgraph.errors import (
     raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
-from perfgraph.scenario import profiles
+from perfgraph.scenario import domain, profiles
 from perfgraph.scenario.catalog import (
     Entry,
     cell_declaration,
@@ -87,9 +87,22 @@ class Scenario:
             else self.precision
 
     @property
+    def assessment(self) -> profiles.Assessment:
+        """What the numbers are (:func:`profiles.assess`): roofline, or calibrated inside the
+        profile's domain or extrapolated from it, with the band that applies."""
+        if self.calibration is None:
+            return profiles.assess(None)
+        point = domain.point_of(self.sheet, self.model.slug, self.precision, self.engine,
+                                self.hardware.slug)
+        fitted = profiles.fitted_models(self.calibration.doc)
+        point = replace(point, twins=domain.twins(self.sheet, self.model, fitted))
+        return profiles.assess(self.calibration.doc, point)
+
+    @property
     def prediction(self) -> str:
-        """What the numbers are: ``roofline``, or ``calibrated: …, N runs, held-out error``."""
-        return profiles.label(self.calibration.doc if self.calibration else None)
+        """The label every output carries: ``roofline``, or ``calibrated: …`` with its
+        domain verdict, error and band."""
+        return self.assessment.text
 
     @property
     def title(self) -> str:

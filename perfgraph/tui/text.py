@@ -135,6 +135,8 @@ def headline(session: Session) -> Text:
     out.rstrip()
     out.append("\n")
     out.append(regime(session), style="bold")
+    if session.scenario.calibration is not None:  # what the numbers are, before where saves go
+        out.append(f"   ·   {session.scenario.prediction}", style="bold yellow")
     where = short_path(session.stamp.path) if session.stamp else "no scenario file yet"
     moved = sum(session.changed(n) for n in session.sheet.names)
     out.append(f"   ·   {where}   ·   {moved} cells differ from the scenario as loaded",

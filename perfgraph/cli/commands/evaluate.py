@@ -83,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
         export.write_scenario(args.out, scenario, names)
         return 0
     cells = [cell_view(scenario.sheet, n) for n in names]
+    judged = scenario.assessment
+    bands = {c.name: b for c in cells if (b := judged.band(c.name, c.value)) is not None}
     extra = {"scenario": {"model": scenario.model.slug, "hardware": scenario.hardware.slug,
                           "workload": scenario.workload.slug,
                           "precision": scenario.precision},
-             "prediction": scenario.prediction}
-    text = render(cells, fmt, f"{scenario.title} · {scenario.prediction}", **extra)
+             "prediction": judged.text, "calibration": judged.as_dict()}
+    text = render(cells, fmt, f"{scenario.title} · {judged.text}", bands, **extra)
     if args.out:
         write_text_atomic(args.out, text)
         return 0

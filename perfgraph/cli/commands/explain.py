@@ -43,7 +43,9 @@ def _line(c: CellView) -> str:
     return f"{c.name} = {cell_text(c)}"
 
 
-def as_text(e: Explanation) -> str:
+def as_text(e: Explanation, prediction: str = "roofline",
+            band: tuple[float, float] | None = None) -> str:
+    """The explanation, then what the number is (``prediction``) and its 80% band."""
     c = e.cell
     out = [f"{c.name}: {c.doc}" if c.doc else c.name]
     if c.formula:
@@ -59,13 +61,18 @@ def as_text(e: Explanation) -> str:
         out.append(f"  source       {c.source}")
     out.append("  reads        " + (", ".join(_line(p) for p in e.precedents) or "—"))
     out.append("  read by      " + (", ".join(d.name for d in e.dependents) or "—"))
+    out.append(f"  prediction   {prediction}")
+    if band is not None:
+        out.append(f"  80% band     {band[0]:.4g}–{band[1]:.4g} {c.unit}".rstrip())
     return "\n".join(out) + "\n"
 
 
-def as_json(e: Explanation) -> str:
+def as_json(e: Explanation, prediction: str = "roofline",
+            band: tuple[float, float] | None = None) -> str:
     c = e.cell
     return json.dumps({
         "name": c.name, "doc": c.doc, "unit": c.unit, "value": c.value, "error": c.error,
+        **({"band": list(band)} if band is not None else {}), "prediction": prediction,
         "formula": c.formula, "substituted": e.substituted, "source": c.source,
         "origin": e.origin, "reads": [p.name for p in e.precedents],
         "read_by": [d.name for d in e.dependents]}, indent=2) + "\n"
@@ -74,15 +81,17 @@ def as_json(e: Explanation) -> str:
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)
     e = explain(scenario.sheet, args.name)
+    judged = scenario.assessment
+    band = judged.band(e.cell.name, e.cell.value)
     tree = value_tree(scenario.sheet, args.name, args.depth) if args.depth != 1 else None
     if args.format == "json":
-        text = as_json(e)
+        text = as_json(e, judged.text, band)
         if tree is not None:
             data = json.loads(text)
             data["tree"] = tree_dict(tree)
             text = json.dumps(data, indent=2) + "\n"
     else:
-        text = as_text(e)
+        text = as_text(e, judged.text, band)
         if tree is not None:
             text += "  derived from\n" + "".join(f"    {line}\n" for line in tree_lines(tree))
     sys.stdout.write(text)

@@ -126,25 +126,34 @@ def run(args: argparse.Namespace) -> int:
     if held is not None:
         ans["simulated"] = pp_report.as_json(held, result)
     best = best_spec(result, chosen, args.prices)
+    best_scenario = load(best)
+    ans["prediction"] = best_scenario.prediction  # the best plan's label: roofline or calibrated
     if args.out:
         _write(result, args.out)
-    best_scenario = load(best)
     engine = args.launch or str(best.engine)
     if args.format == "json":
         ans["benchmark"] = plan_deploy.benchmark_json(args, ans, best_scenario, engine)
         print(json.dumps(ans, indent=2))
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
-        print(f"\nre-check the best plan: {eval_line(best)}")
-        if held is not None:
-            print("\n" + pp_report.lines(held, result))
-            job = next(j for j in held.jobs if j.row == chosen)
-            print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
-                  f"{pp.simulate_line(job)}")
+        _print_text(ans, best, held, result, chosen)
     if args.launch is not None:
         print(launch.command(engine, best_scenario, _pools(ans)))
     plan_deploy.run(args, ans, best_scenario, engine, _pools(ans), eval_line(best))
     return 0
+
+
+def _print_text(ans: dict, best: ScenarioSpec, held: pp.Held | None, result: plan.Result,
+                chosen: int) -> None:
+    """After the plan's table: the label of its numbers, how to re-check it, and what the
+    simulations of percentile SLOs said."""
+    print(f"\nthe best plan's numbers: {ans['prediction']}")
+    print(f"re-check the best plan: {eval_line(best)}")
+    if held is not None:
+        print("\n" + pp_report.lines(held, result))
+        job = next(j for j in held.jobs if j.row == chosen)
+        print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
+              f"{pp.simulate_line(job)}")
 
 
 def _question(spec: ScenarioSpec, args: argparse.Namespace,

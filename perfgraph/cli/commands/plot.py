@@ -22,6 +22,7 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.output.diff_chart import MISSING, diff_figure, need_matplotlib  # noqa: F401
+from perfgraph.scenario.loading import Scenario
 
 KINDS = ("roofline", "concurrency", "tp", "measured", "diff", "pareto", "simulation")
 #: Kinds drawn from a file another command wrote: plan --out, simulate --out.
@@ -96,6 +97,16 @@ def _comparisons(args: argparse.Namespace) -> tuple[Any, Any]:
     return compare_runs(measured.runs, base, levers=False), base
 
 
+def labelled(title: str, scenario: Scenario) -> str:
+    """A chart's title with, for a calibrated scenario, what its numbers are (its label:
+    the domain verdict, the error and the band), wrapped below; the roofline's unchanged."""
+    import textwrap
+
+    if scenario.calibration is None:
+        return title
+    return "\n".join([title, *textwrap.wrap(scenario.prediction, 110)])
+
+
 def roofline(args: argparse.Namespace) -> Any:
     from perfgraph.output import chart_data, charts
 
@@ -110,8 +121,8 @@ def roofline(args: argparse.Namespace) -> Any:
     data = chart_data.roofline(scenario.sheet, [float(v) for s in runs for v in s.x])
     roof = replace(data.roof, label=named) if named else data.roof
     return charts.roofline(roof, data.ridge, [*runs, *data.points],
-                           title=f"Roofline: {scenario.title}", x_unit=data.x_unit,
-                           y_unit=data.y_unit)
+                           title=labelled(f"Roofline: {scenario.title}", scenario),
+                           x_unit=data.x_unit, y_unit=data.y_unit)
 
 
 def across(args: argparse.Namespace) -> Any:
@@ -128,7 +139,9 @@ def across(args: argparse.Namespace) -> Any:
     else:
         panels = chart_data.scenario_panels(scenario.sheet, x)
         title = scenario.title
-    return charts.across(panels, x=x, title=f"{title}, against {charts.X_LABELS[x]}",
+    title = f"{title}, against {charts.X_LABELS[x]}"
+    return charts.across(panels, x=x, title=title if args.measured else
+                         labelled(title, scenario),
                          relative=args.relative)
 
 

@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(as_json(summary, {"model": scenario.model.slug,
                                            "hardware": scenario.hardware.slug,
                                            "workload": scenario.workload.slug,
-                                           "precision": scenario.precision}))
+                                           "precision": scenario.precision},
+                                   scenario.prediction))
     else:
         sys.stdout.write(table(summary, title, sheet_line))
     return 0 if result.complete else 128 + result.engine.signal

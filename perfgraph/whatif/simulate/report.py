@@ -77,14 +77,17 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
     return "\n".join([*lines, "", sheet_line]) + "\n"
 
 
-def as_json(s: dict[str, Any], scenario: dict[str, str]) -> str:
+def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roofline") -> str:
+    """The summary as JSON; ``prediction`` says what timed the steps (the scenario's label:
+    roofline, or the calibration with its domain verdict and band)."""
     def q(value: float | None, unit: str) -> dict[str, Any]:
         ok = value is not None and math.isfinite(value)
         return {"value": value if ok else None, "unit": unit}
 
     latency = {name: {k: q(v, unit) for k, v in st.items()}
                for name, (unit, st) in s["latency"].items()}
-    doc = {"scenario": scenario, "partial": s["partial"], "requests": s["requests"],
+    doc = {"scenario": scenario, "prediction": prediction, "partial": s["partial"],
+           "requests": s["requests"],
            "measured": s["measured"], "warmup": s["warmup"], "steps": s["steps"],
            "simulated": q(s["simulated_s"], "s"), "window": q(s["window_s"], "s"),
            "latency": latency,
