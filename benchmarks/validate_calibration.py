@@ -157,13 +157,18 @@ class File:
     precision: str | None = None
     engine: str | None = None
     sets: tuple[tuple[str, str], ...] = ()
+    #: only the runs on a GPU whose printed name holds this, of these models (None: all)
+    gpu: str | None = None
+    models: tuple[str, ...] | None = None
 
     @property
     def options(self) -> tuple:
         return (self.model, self.hardware, self.precision, self.engine, self.sets)
 
     def runs(self) -> list[MeasuredRun]:
-        return list(read_runs(self.path).runs)
+        return [r for r in read_runs(self.path).runs
+                if (self.gpu is None or self.gpu in (r.hardware or ""))
+                and (self.models is None or r.model in self.models)]
 
     def __str__(self) -> str:
         return f"{self.path} ({', '.join(str(o) for o in self.options[:4] if o)})"
@@ -260,6 +265,31 @@ MODEL_SPLITS = (
           (DATACRUNCH,), pair=("h200", "sglang")),
     Split("H200 SGLang: fit Llama-3.3-70B, hold DeepSeek-R1", "model", (DATACRUNCH,),
           (Rows("h200", "sglang"),), pair=("h200", "sglang")),
+)
+#: NVIDIA's TensorRT-LLM tables (PROVENANCE.md): the online-serving table (TensorRT-LLM 0.14,
+#: BF16, Poisson rates; Llama-3.1 8B TP1 and 70B TP4) beside the InferenceX DeepSeek-R1 rows
+#: (TensorRT-LLM 1.1-1.3, FP8) on the same GPU and engine; these splits cross builds and
+#: precisions too. The maximum-load table (0.17, FP8) gives Llama-3.1-70B and Mixtral-8x7B on
+#: one build: throughput only, at the largest batch each engine holds.
+TRT = DATA / "trtllm_perf_overview"
+TRT_ONLINE = TRT / "perf-overview_258c7540_online.md"
+TRT_MAX = TRT / "perf-overview_258c7540_throughput.md"
+TRT_SPLITS = (
+    Split("H200 TensorRT-LLM: fit DeepSeek-R1 (1.1+, FP8), hold Llama-3.1 8B + 70B (0.14, BF16)",
+          "model", (Rows("h200", "trtllm"),), (File(TRT_ONLINE, gpu="H200"),),
+          pair=("h200", "trtllm")),
+    Split("H200 TensorRT-LLM: fit Llama-3.1 8B + 70B (0.14, BF16), hold DeepSeek-R1 (1.1+, FP8)",
+          "model", (File(TRT_ONLINE, gpu="H200"),), (Rows("h200", "trtllm"),),
+          pair=("h200", "trtllm")),
+    Split("H100 TensorRT-LLM 0.14: fit Llama-3.1-70B, hold Llama-3.1-8B", "model",
+          (File(TRT_ONLINE, gpu="H100", models=("llama-3.1-70b",)),),
+          (File(TRT_ONLINE, gpu="H100", models=("llama-3.1-8b",)),)),
+    Split("H200 TensorRT-LLM 0.17 max load: fit Llama-3.1-70B, hold Mixtral-8x7B", "model",
+          (File(TRT_MAX, gpu="H200", models=("llama-3.1-70b",)),),
+          (File(TRT_MAX, gpu="H200", models=("mixtral-8x7b",)),)),
+    Split("H200 TensorRT-LLM 0.17 max load: fit Mixtral-8x7B, hold Llama-3.1-70B", "model",
+          (File(TRT_MAX, gpu="H200", models=("mixtral-8x7b",)),),
+          (File(TRT_MAX, gpu="H200", models=("llama-3.1-70b",)),)),
 )
 #: the fewest runs a build split fits on: 4 runs give 12 values for the 9 targets
 MIN_FIT_RUNS = 4
@@ -635,7 +665,8 @@ def main() -> int:
                              "runs and the splits, leaving their fitted values as they are")
     args = parser.parse_args()
     os.chdir(ROOT)
-    fits = [(s, run_split(s)) for s in (*SPLITS, *MODEL_SPLITS, *build_splits())]
+    fits = [(s, run_split(s)) for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS,
+                                          *build_splits())]
     if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits}
         for profile in PROFILES:
