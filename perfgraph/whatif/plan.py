@@ -47,9 +47,10 @@ PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
 SERVED = {"ttft": "ttft_at_rate", "itl": "itl_worst", "e2e": "e2e_served"}
 VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
-          "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
-          "cost_per_mtok_total", "energy_per_token", "max_concurrency", "ttft_at_rate",
-          "prefill_queue_wait", "prefill_pool_replicas", "capacity_throughput_per_gpu")
+          "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_input",
+          "cost_per_mtok_output", "cost_per_mtok_total", "energy_per_token", "max_concurrency",
+          "ttft_at_rate", "prefill_queue_wait", "prefill_pool_replicas",
+          "capacity_throughput_per_gpu")
 #: engine_starts: a candidate the engine would refuse to start (its KV cannot hold its
 #: minimum, or its CUDA graphs do not fit in what the budget leaves) is never proposed
 MASKS = ("plan_feasible", "batch_fits", "model_fits", "engine_starts")

@@ -311,7 +311,8 @@ def table(ans: dict[str, Any]) -> str:
 
 
 HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs",
-        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all",
+        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok in", "$/Mtok out",
+        "$/Mtok all",
         "J/tok")
 
 
@@ -328,7 +329,8 @@ def _row(plan: dict[str, Any], best: bool) -> str:
              int(c["pp"]), mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
              number(v["ttft_at_rate"], 4), number(v["itl_worst"], 4),
              number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
-             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_output"], 3),
+             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_input"], 3),
+             number(v["cost_per_mtok_output"], 3),
              number(v["cost_per_mtok_total"], 3), number(v["energy_per_token"], 3))
     return "  ".join(f"{x!s:>9}" for x in cells)
 
