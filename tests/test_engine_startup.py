@@ -144,5 +144,8 @@ def test_plan_says_why_the_cheaper_candidate_is_out(refused: plan.Result) -> Non
     reasons = plan_report.reasons(refused, int(refused.order()[0]))
     last = reasons[-1]
     assert last.startswith("nearest candidate with fewer GPUs (engine=vllm, hardware=h100-sxm")
-    assert "would not start: its KV budget, 3.37 GB, is less than the 5.37 GB the engine " \
-        "needs at start-up (one 32768-token sequence" in last
+    # 3.3748 GB ÷ 163,840 B a token = 20,598 tokens: what vLLM calls the estimated maximum
+    # model length when it refuses max_model_len 32768
+    assert last.endswith("would not start: its KV budget, 3.37 GB, is less than the 5.37 GB "
+                         "the engine needs at start-up (one 32768-token sequence where it "
+                         "checks max_context; the budget holds 20598 tokens)")

@@ -27,7 +27,7 @@ QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
          "prefill_pool_replicas")
 #: The cells a "would not start" reason quotes.
 START = ("model_fits", "engine_starts", "kv_memory", "kv_start_minimum", "kv_replication",
-         "memory_headroom", "startup_outside_budget", "max_context")
+         "memory_headroom", "startup_outside_budget", "max_context", "max_context_held")
 NO_QUEUE_NOTE = "TTFT without a prefill queue (prefill_queueing set off)"
 QUEUE_NOTE = ("TTFT includes the prefill queue wait at the rate (M/D/1 per prefill server: "
               "prefill_queue_wait, in ttft_at_rate)")
@@ -169,7 +169,8 @@ def start_reason(v: dict[str, float]) -> str:
     if v["kv_memory"] < need:
         return (f"its KV budget, {number(v['kv_memory'], 3)} GB, is less than the "
                 f"{number(need, 3)} GB the engine needs at start-up (one "
-                f"{int(v['max_context'])}-token sequence where it checks max_context)")
+                f"{int(v['max_context'])}-token sequence where it checks max_context; the "
+                f"budget holds {int(v['max_context_held'])} tokens)")
     return (f"what it allocates after sizing the KV (CUDA graphs, activations: "
             f"{number(v['startup_outside_budget'], 3)} GB per GPU) exceeds the "
             f"{number(v['memory_headroom'], 3)} GB each GPU has left")
