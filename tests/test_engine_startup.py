@@ -67,6 +67,27 @@ def test_vllm_since_0_21_takes_its_graphs_out_of_the_budget() -> None:
     assert before.magnitude("memory_headroom", "GB") == pytest.approx(8.552, abs=0.01)
 
 
+# ------------------------------------------------ TensorRT-LLM, Llama 3.1 8B FP8, one H100
+# NVIDIA/TensorRT-LLM issue #6294 (trtllm-bench, PyTorch backend, one H100):
+#   Both free_gpu_memory_fraction and max_tokens are set (to 0.8 and 860308) …
+#   Allocated 52.51 GiB for max tokens in paged KV cache (860320).
+#   max_seq_len=157, max_num_requests=4096, max_num_tokens=23552
+def test_trtllm_8b_fp8_kv_is_what_it_logs() -> None:
+    sheet = _sheet("trtllm", ("tp", "1"), ("kv_memory_fraction", "0.8"),
+                   ("max_num_batched_tokens", "23552 token"), ("max_num_seqs", "4096"),
+                   model="llama-3.1-8b", precision="fp8")
+    # dry run of 23,552 tokens: 23552 × 2 B × 59,392 = 2.7976 GB; greedy FP32 logits of 4096
+    # sequences 4096 × 128,256 × 4 B = 2.1014 GB; non-torch 0.2, graphs 0.5: 5.599 GB;
+    # KV = 0.8 × (85.521 − 8.030 − 5.599) = 57.51 GB
+    reserve = (23552 * 2 * 59392 + 4096 * 128256 * 4) / 1e9 + 0.7
+    kv = sheet.magnitude("kv_memory", "GB")
+    assert kv == pytest.approx(0.8 * (85.5208 - 8.0303 - reserve), abs=0.01)
+    # 860,308 tokens × 65,536 B (FP8 KV) = 56.38 GB logged: 2.0% less (the checkpoint keeps
+    # its embeddings and LM head in BF16, 1.05 GB more weights than 1 B a parameter)
+    assert sheet.magnitude("kv_bytes_per_token", "B/token") == 65536
+    assert kv == pytest.approx(860308 * 65536 / 1e9, rel=0.025)
+
+
 # ------------------------------------------------------- SGLang, Llama 3.1 70B FP8, TP 2
 def test_sglang_70b_fp8_tp2_pool_and_its_slack() -> None:
     sheet = _sheet("sglang", ("tp", "2"), model="llama-3.1-70b", precision="fp8",
