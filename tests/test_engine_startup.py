@@ -104,8 +104,12 @@ def test_sglang_70b_fp8_tp2_pool_and_its_slack() -> None:
     # pool end. avail mem=…" before "Capture cuda graph begin"
     assert sheet.magnitude("memory_headroom", "GB") == pytest.approx(
         85.521 - 70.554 / 2 - per_gpu - 0.2, abs=0.02)
+    # its req_to_token pool: min(max(232 contexts of 2048 in the pool × 512, 2048), 4096) =
+    # 4096 requests × 2048 tokens × 4 B = 33.6 MB
+    assert sheet.magnitude("request_table_slots") == 4096
+    assert sheet.magnitude("request_table_memory", "GB") == pytest.approx(4096 * 2048 * 4 / 1e9)
     assert sheet.magnitude("startup_outside_budget", "GB") == pytest.approx(
-        sheet.magnitude("activation_memory", "GB") + 0.5)
+        sheet.magnitude("activation_memory", "GB") + 0.5 + 4096 * 2048 * 4 / 1e9)
     assert sheet.magnitude("engine_starts") == 1
 
 
@@ -165,8 +169,9 @@ def test_plan_says_why_the_cheaper_candidate_is_out(refused: plan.Result) -> Non
     reasons = plan_report.reasons(refused, int(refused.order()[0]))
     last = reasons[-1]
     assert last.startswith("nearest candidate with fewer GPUs (engine=vllm, hardware=h100-sxm")
-    # 3.3748 GB ÷ 163,840 B a token = 20,598 tokens: what vLLM calls the estimated maximum
-    # model length when it refuses max_model_len 32768
+    # 3.3727 GB (3.3748 GB less 2.1 MB of block tables for 256 × 32768 ÷ 16 blocks) ÷ 163,840
+    # B a token = 20,585 tokens: what vLLM calls the estimated maximum model length when it
+    # refuses max_model_len 32768
     assert last.endswith("would not start: its KV budget, 3.37 GB, is less than the 5.37 GB "
                          "the engine needs at start-up (one 32768-token sequence where it "
-                         "checks max_context; the budget holds 20598 tokens)")
+                         "checks max_context; the budget holds 20585 tokens)")
