@@ -62,8 +62,9 @@ def test_set_values_with_units_and_formulas(capsys: pytest.CaptureFixture[str]) 
     q = json.loads(out)["quantities"]
     assert q["hbm_bandwidth"]["value"] == 4.8
     # floor of the paged capacity on 2 H100s as nvidia-smi reports them (81559 MiB each):
-    # (0.9 × 2 × 85.52 GB − 70.55 GB of FP8 weights) ÷ (1536 tokens × 163,840 B) = 331.3
-    assert q["concurrency"]["value"] == 331
+    # (0.9 × 2 × 85.52 GB − 70.55 GB of FP8 weights − 2 × 2.34 GB of vLLM's start-up
+    # reserve) ÷ (1536 tokens × 163,840 B) = 312.8
+    assert q["concurrency"]["value"] == 312
 
 
 def test_precision_and_catalog_options(capsys: pytest.CaptureFixture[str]) -> None:

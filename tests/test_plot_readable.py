@@ -106,11 +106,12 @@ def test_throughput_never_above_its_ceiling_and_the_kv_limit_is_marked() -> None
     ceiling = next(s for s in panels["throughput"] if s.kind == "ceiling")
     assert np.all(model.y <= ceiling.y * (1 + 1e-9))
     limit = next(s for s in panels["ttft"] if s.kind == "limit")
-    kv = np.floor(sheet.magnitude("max_concurrency_paged"))  # 331 users on 2 × H100
-    assert limit.x[0] == kv == 331 and limit.label == "model: KV cache full above 331 users"
+    # (0.9 × 171.04 GB − 70.55 GB − 2 × 2.34 GB of vLLM's start-up reserve) ÷ 251.66 MB
+    kv = np.floor(sheet.magnitude("max_concurrency_paged"))  # 312 users on 2 × H100
+    assert limit.x[0] == kv == 312 and limit.label == "model: KV cache full above 312 users"
     assert model.x.max() > kv  # the chart reaches past it …
     fork = sheet.fork()
-    fork.set("concurrency", "331")
+    fork.set("concurrency", "312")
     beyond = model.x > kv  # … and there shows the batch that fits, flat
     assert np.allclose(model.y[beyond], fork.magnitude("throughput_per_gpu"), rtol=1e-9)
     # what the sheet would say of 662 users all in memory is well above that

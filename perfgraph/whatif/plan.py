@@ -49,10 +49,13 @@ CHUNK_ROWS = 131_072
 SERVED = {"ttft": "ttft_at_rate", "itl": "itl_worst", "e2e": "e2e_served"}
 VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "deployment_gpus", "n_gpus", "ttft_served", "itl_worst", "e2e_served",
-          "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_output",
-          "cost_per_mtok_total", "energy_per_token", "max_concurrency", "ttft_at_rate",
-          "prefill_queue_wait", "prefill_pool_replicas", "capacity_throughput_per_gpu")
-MASKS = ("plan_feasible", "batch_fits", "model_fits")
+          "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_input",
+          "cost_per_mtok_output", "cost_per_mtok_total", "energy_per_token", "max_concurrency",
+          "ttft_at_rate", "prefill_queue_wait", "prefill_pool_replicas",
+          "capacity_throughput_per_gpu")
+#: engine_starts: a candidate the engine would refuse to start (its KV cannot hold its
+#: minimum, or its CUDA graphs do not fit in what the budget leaves) is never proposed
+MASKS = ("plan_feasible", "batch_fits", "model_fits", "engine_starts")
 DEFAULT_AXES = {"tp": (1.0, 2.0, 4.0, 8.0, 16.0), "pp": (1.0, 2.0, 4.0, 8.0),
                 "disaggregated": (0.0, 1.0), "concurrency": tuple(float(c) for c in range(1, 1025))}
 
@@ -312,7 +315,9 @@ def _part(result: Result, cols: Mapping[str, np.ndarray], start: int, stop: int,
           limits: Mapping[str, float], first_item: int) -> _Part:
     """Rows ``start:stop`` of one engine's columns (its accelerator items from
     ``first_item``)."""
-    idx = np.flatnonzero(cols["plan_feasible"] == 1)
+    n = stop - start
+    idx = np.flatnonzero((np.broadcast_to(cols["plan_feasible"], n) == 1)
+                         & (np.broadcast_to(cols["engine_starts"], n) == 1))
     labels = len(result.axes[1].values)
     inner = grid.size(result.axes[1:]) // labels
     item = np.arange(start, stop) // inner % labels + first_item
@@ -331,7 +336,8 @@ def _family_best(cols: Mapping[str, np.ndarray], item: np.ndarray,
     nothing)."""
     n = len(item)
     fits = (np.broadcast_to(cols["batch_fits"], n) == 1) & \
-        (np.broadcast_to(cols["model_fits"], n) == 1)
+        (np.broadcast_to(cols["model_fits"], n) == 1) & \
+        (np.broadcast_to(cols["engine_starts"], n) == 1)
     disagg = np.broadcast_to(cols["disaggregated"], n) != 0
     # the index in Result.families: engine, then the mode, then the accelerator item
     key = (item // labels) * 2 * labels + disagg * labels + item % labels
@@ -344,22 +350,26 @@ def _family_best(cols: Mapping[str, np.ndarray], item: np.ndarray,
 
 def constraint_ratios(result: Result, row: int) -> dict[str, float]:
     """Each constraint at a searched row, as used ÷ allowed (above 1: missed): the SLOs
-    asked, and the batch over what KV holds; ``fits`` 0 where the model does not fit."""
+    asked, and the batch over what KV holds; ``fits`` 0 where the model does not fit or the
+    engine would not start."""
     cols = result.sheet_at(row).evaluate_columns(
         grid.grid_columns(result.axes, row, row + 1), 1,
-        (*SERVED.values(), "concurrency", "max_concurrency", "model_fits"))
+        (*SERVED.values(), "concurrency", "max_concurrency", "model_fits", "engine_starts"))
     out = {n: float(cols[SERVED[n]][0]) / v for n, v in result.question.slos.items()}
     out["kv"] = float(cols["concurrency"][0] / cols["max_concurrency"][0])
-    out["fits"] = float(cols["model_fits"][0])
+    out["fits"] = float(cols["model_fits"][0] * cols["engine_starts"][0])
     return out
 
 
 def _violation(cols: Mapping[str, np.ndarray], limits: Mapping[str, float]) -> np.ndarray:
     """How far a row is from meeting everything: the largest of served ÷ SLO and batch ÷
-    what KV holds (≤ 1 where all hold); infinite where the model does not fit."""
+    what KV holds (≤ 1 where all hold); infinite where the model does not fit or the engine
+    would not start."""
     with np.errstate(all="ignore"):
         worst = np.divide(cols["concurrency"], cols["max_concurrency"])
         for n in SERVED:  # np.maximum carries a NaN through: a ratio that failed is infinite
             np.maximum(worst, np.divide(cols[SERVED[n]], limits[n]), out=worst)
-    worst[np.isnan(worst) | (np.broadcast_to(cols["model_fits"], worst.shape) != 1)] = np.inf
+    starts = cols.get("engine_starts", np.ones(1))  # a search's columns always carry it
+    worst[np.isnan(worst) | (np.broadcast_to(cols["model_fits"], worst.shape) != 1)
+          | (np.broadcast_to(starts, worst.shape) != 1)] = np.inf
     return worst

@@ -25,6 +25,9 @@ FAMILY = ("engine", "hardware", "precision", "tp", "pp", "disaggregated")
 QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
          "prefill_queue_wait", "ttft_served", "ttft_at_rate", "prefill_replicas",
          "prefill_pool_replicas")
+#: The cells a "would not start" reason quotes.
+START = ("model_fits", "engine_starts", "kv_memory", "kv_start_minimum", "kv_replication",
+         "memory_headroom", "startup_outside_budget", "max_context", "max_context_held")
 NO_QUEUE_NOTE = "TTFT without a prefill queue (prefill_queueing set off)"
 QUEUE_NOTE = ("TTFT includes the prefill queue wait at the rate (M/D/1 per prefill server: "
               "prefill_queue_wait, in ttft_at_rate)")
@@ -130,7 +133,10 @@ def reasons(result: Result, i: int) -> list[str]:
     text = ", ".join(f"{k}={_fmt(x)}" for k, x in result.choices(j).items())
     ratios = constraint_ratios(result, j)
     if not ratios.pop("fits"):
-        return [*out, f"no candidate with {BETTER[q.objective]} can hold the model"]
+        why = start_reason(row_numbers(result, j, START))
+        return [*out, f"no candidate with {BETTER[q.objective]} can hold the model" if not why
+                else f"nearest candidate with {BETTER[q.objective]} ({text}) would not start: "
+                f"{why}"]
     missed = "; ".join(f"{NAMES[k]} at {_pct(r)} of its limit"
                        for k, r in sorted(ratios.items(), key=lambda kv: -kv[1]) if r > 1)
     out.append(f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}")
@@ -141,9 +147,33 @@ def reasons(result: Result, i: int) -> list[str]:
 
 def queue_numbers(result: Result, row: int) -> dict[str, float]:
     """The prefill queue cells at a searched row (its engine's sheet)."""
+    return row_numbers(result, row, QUEUE)
+
+
+def row_numbers(result: Result, row: int, cells: tuple[str, ...]) -> dict[str, float]:
+    """``cells`` at a searched row, from its engine's sheet."""
     cols = result.sheet_at(row).evaluate_columns(
-        grid.grid_columns(result.axes, row, row + 1), 1, QUEUE)
-    return {n: float(cols[n][0]) for n in QUEUE}
+        grid.grid_columns(result.axes, row, row + 1), 1, cells)
+    return {n: float(cols[n][0]) for n in cells}
+
+
+def start_reason(v: dict[str, float]) -> str:
+    """Why the engine would refuse to start a candidate whose weights fit (the START cells'
+    values), in the engine's terms; empty where it starts or the weights do not fit."""
+    if v["engine_starts"] or not v["model_fits"]:
+        return ""
+    need = v["kv_start_minimum"] * v["kv_replication"]
+    if v["kv_memory"] <= 0:
+        return ("the weights and the engine's start-up reserve leave no memory for the KV "
+                "cache")
+    if v["kv_memory"] < need:
+        return (f"its KV budget, {number(v['kv_memory'], 3)} GB, is less than the "
+                f"{number(need, 3)} GB the engine needs at start-up (one "
+                f"{int(v['max_context'])}-token sequence where it checks max_context; the "
+                f"budget holds {int(v['max_context_held'])} tokens)")
+    return (f"what it allocates after sizing the KV (CUDA graphs, activations: "
+            f"{number(v['startup_outside_budget'], 3)} GB per GPU) exceeds the "
+            f"{number(v['memory_headroom'], 3)} GB each GPU has left")
 
 
 def queue_reason(result: Result, row: int, rate: str, binding: bool,
@@ -230,7 +260,8 @@ def family_lines(result: Result) -> list[str]:
         name = (f"{f['engine']} · " if engines else "") + \
             f"{f['hardware']} {f['precision']} {'disagg' if f['disaggregated'] else 'agg'}"
         if not f["fits"]:
-            lines.append(f"  {name}: holds no searched batch in memory")
+            lines.append(f"  {name}: holds no searched batch in memory (or its engine "
+                         "would not start)")
             continue
         parts = [f"best {NAMES[_short(c)]} {number(b['value'] * _scale(b), 4)} "
                  f"{b['slo']['unit']} (SLO {number(b['slo']['value'], 4)} {b['slo']['unit']}"
@@ -281,7 +312,8 @@ def table(ans: dict[str, Any]) -> str:
 
 
 HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs",
-        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok out", "$/Mtok all",
+        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok in", "$/Mtok out",
+        "$/Mtok all",
         "J/tok")
 
 
@@ -298,7 +330,8 @@ def _row(plan: dict[str, Any], best: bool) -> str:
              int(c["pp"]), mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
              number(v["ttft_at_rate"], 4), number(v["itl_worst"], 4),
              number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
-             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_output"], 3),
+             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_input"], 3),
+             number(v["cost_per_mtok_output"], 3),
              number(v["cost_per_mtok_total"], 3), number(v["energy_per_token"], 3))
     return "  ".join(f"{x!s:>9}" for x in cells)
 
