@@ -195,8 +195,9 @@ class Engine:
         # its streams: the decodes' and each prompt finished (a first token, or a resumed
         # request's next one after its re-prefill); a decode's chunk holds its tokens gained
         streams = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
-        gained = d if self.spec is None or not d else int(self.spec.tokens(self.G, 1)[0])
-        accepted = None if self.spec is None else self.spec.accepted(self.G, 1) * (d > 0)
+        gained, accepted = d, None
+        if self.spec is not None:  # a step without decodes gains nothing
+            gained, accepted = self.spec.at(self.G) if d else (0, self.spec.hist[0] * 0)
         self.out = self.frontend.step(self.now, streams)  # its end when the loop is idle
         if d:  # before the chunks join: a prompt done here decodes from the next step on
             self.G += 1

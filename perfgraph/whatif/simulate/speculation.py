@@ -62,6 +62,11 @@ class Speculation:
             self.gain[start:j + a.size] -= rest
             self.hist[np.arange(start, j + a.size), rest - 1] -= 1
 
+    def at(self, step: int) -> tuple[int, np.ndarray]:
+        """One decode step's tokens gained by all decoders, and its row of ``accepted``."""
+        self._reserve(step + 1)
+        return int(self.gain[step]), self.hist[step].copy()
+
     def tokens(self, step: int, steps: int) -> np.ndarray:
         """Tokens all decoders gain at each of ``steps`` decode steps from ``step``."""
         self._reserve(step + steps)

@@ -25,13 +25,14 @@ class StepLog:
         self.last_out = 0.0  # when the last decode step's tokens reached their clients
         self.count = 0  # steps so far
         self._accepted: list[np.ndarray] = []  # under speculation: (steps, k + 1) counts
+        self._accepted_rows: list[np.ndarray] = []  # the single steps' since the last flush
 
     def step(self, end: float, dur: float, decodes: int, prefill: int, tokens: int,
              kv: float, out: float, accepted: np.ndarray | None = None) -> None:
         self._rows.append((end, dur, decodes, prefill, tokens, kv, out))
         self.count += 1
         if accepted is not None:
-            self._accepted.append(accepted)
+            self._accepted_rows.append(accepted)
 
     def run(self, ends: np.ndarray, durs: np.ndarray, decodes: int, kv: float,
             kv_step: float, out: np.ndarray, tokens: np.ndarray | None = None,
@@ -57,9 +58,13 @@ class StepLog:
             a = np.asarray(self._rows, dtype=np.float64)
             self._chunks.append(tuple(a[:, j] for j in range(a.shape[1])))
             self._rows = []
+        if self._accepted_rows:
+            self._accepted.append(np.array(self._accepted_rows))
+            self._accepted_rows = []
 
     def accepted(self) -> np.ndarray | None:
         """Per step, the decoders that gained 1, …, k + 1 tokens (None without speculation)."""
+        self._flush()
         return np.concatenate(self._accepted) if self._accepted else None
 
     def arrays(self) -> dict[str, np.ndarray]:
