@@ -139,3 +139,17 @@ def test_the_cli_says_the_mean_tokens_accepted(capsys: pytest.CaptureFixture[str
     line = next(x for x in out.splitlines() if x.strip().startswith("speculation"))
     assert "tokens accepted a decode a step (k = 3; the sheet's spec_tokens_per_pass 2.533)" \
         in line
+
+
+def test_the_readme_example_is_what_simulate_prints(capsys: pytest.CaptureFixture[str],
+                                                    ) -> None:
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    shown = next(b for b in re.findall(r"```text\n(.*?)```", readme, re.S)
+                 if b.startswith("$ perfgraph simulate ") and "spec_k" in b.split("\n")[0])
+    command, expected = shown.split("\n", 1)
+    code = main(shlex.split(command.removeprefix("$ perfgraph ")))
+    assert code == 0 and capsys.readouterr().out == expected
