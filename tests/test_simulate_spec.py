@@ -146,6 +146,16 @@ def test_kv_pressure_under_speculation_still_gives_every_token() -> None:
     assert not e.spec.draws and summarise(run, sheet)["kv_use"]["max"] <= 1.0
 
 
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm", "static"])
+def test_every_scheduler_gives_every_token_under_speculation(scheduler: str) -> None:
+    # open loop, spread lengths, the API server's loop on: each request's draws end with it
+    sheet = sheet_of("spec_k=4", "spec_alpha=0.6", "frontend_token_time=0.05 ms/token")
+    run = simulate(sheet, Setup(rate=6, requests=120, lengths="workload", scheduler=scheduler))
+    e = run.engine
+    assert run.complete and e.reqs.gen == e.reqs.osl and not e.spec.draws
+    assert e.log.arrays()["tokens"].sum() == sum(e.reqs.osl)
+
+
 def test_a_seed_reproduces_a_run() -> None:
     sheet = sheet_of("spec_k=3", "spec_alpha=0.7")
     a, b, c = (summarise(simulate(sheet, Setup(users=8, requests=40, seed=s)), sheet)
