@@ -6,7 +6,8 @@ Prints figures beside the simulated time they cover, and a baseline measured in 
 run: the same steps taken one at a time by the fused step sheet (no runs over columns), so
 the ratio says what the event skipping buys; the time to fuse the step sheet once; and the
 10,000-request run again with the API server's loop on (``frontend``), against the run
-without. Asserts nothing.
+without; and again with speculative decoding (k = 3, α = 0.7: a drawn number of tokens a
+decode a step). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def main() -> None:
     looped.set("frontend_token_time", "0.1 ms/token")
     loop_best, _, loop_run = timed(lambda: simulate(looped, Setup(users=64, requests=10_000)))
     loop_steps = summarise(loop_run, looped)["steps"]  # type: ignore[arg-type]
+    spec = load().sheet
+    spec.set("spec_k", "3")
+    spec.set("spec_alpha", "0.7")
+    spec_best, _, spec_run = timed(lambda: simulate(spec, Setup(users=64, requests=10_000)))
+    spec_steps = summarise(spec_run, spec)["steps"]  # type: ignore[arg-type]
     print("| requests | steps | simulated | wall (best) | wall (median) | µs / step |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n, st, sim, best, median in rows:
@@ -70,6 +76,8 @@ def main() -> None:
     print(f"with the API server's loop on (1 ms a request, 0.1 ms a token): {loop_steps:,} "
           f"steps in {loop_best:.3f} s best ({loop_best / rows[1][3]:.2f}× the run without, "
           f"{loop_best / loop_steps * 1e6:.2f} µs / step)")
+    print(f"with speculative decoding (k = 3, α = 0.7): {spec_steps:,} steps in "
+          f"{spec_best:.3f} s best ({spec_best / spec_steps * 1e6:.2f} µs / step)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

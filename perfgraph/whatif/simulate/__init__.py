@@ -24,6 +24,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import policy
+from perfgraph.whatif.simulate.speculation import Speculation
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 
 
@@ -96,9 +97,11 @@ def simulate(sheet: Sheet, setup: Setup,
     frontend = Frontend(sheet.magnitude("frontend_request_time", "s"),
                         sheet.magnitude("frontend_token_time", "s/token"),
                         bool(sheet.magnitude("frontend_coalesce")))
-    engine = Engine(model, pol, reqs, _pool(sheet), frontend,
+    k = round(sheet.magnitude("spec_k"))
+    engine = Engine(model, pol, reqs, _pool(sheet, k + 1), frontend,
                     users=setup.users or 0, prefix_hit=hit,
-                    cached=_cached(sheet, hit, n, rng))
+                    cached=_cached(sheet, hit, n, rng),
+                    spec=Speculation(k, sheet.magnitude("spec_alpha"), rng) if k > 0 else None)
     first = n if not setup.users else min(setup.users, n)  # a closed loop's later requests
     for i in range(first):  # are sent as earlier ones end
         frontend.send(float(arrive[i]), i)
@@ -153,10 +156,10 @@ def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[
     return [bool(u < hit) for u in rng.random(n)]
 
 
-def _pool(sheet: Sheet) -> BlockPool:
+def _pool(sheet: Sheet, rate: int = 1) -> BlockPool:
     bs = max(1, round(sheet.magnitude("block_size", "token")))
     total = int(sheet.magnitude("sim_kv_blocks"))
     if total < 1:
         raise InputError("no KV memory is left after the weights (kv_memory = 0): the "
                          "model does not fit", name="kv_memory")
-    return BlockPool(total=total, block_size=bs)
+    return BlockPool(total=total, block_size=bs, rate=rate)

@@ -14,7 +14,10 @@ first token and end are when the loop has streamed the step that made them.
 
 Decoders are counted in aggregate: every decoder gains a token per decode step, so a request
 that joined the decode phase at decode step ``j`` with ``g`` tokens out has ``g + G − j``
-at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those).
+at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those). Under
+speculative decoding (:mod:`.speculation`) a decoder gains a drawn number of tokens a step,
+drawn when it joins: its count and end step are its draws', and the decoders' KV grows by
+the tokens all of them gain that step.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
+from perfgraph.whatif.simulate.speculation import Speculation
 from perfgraph.whatif.simulate.step_sheet import INPUTS, StepFailed, StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
@@ -65,6 +69,7 @@ class Engine:
     signal: int = 0  # the signal that stopped the run, 0 if none
     watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
     watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
+    spec: Speculation | None = None  # speculative decoding: tokens a decoder gains a step
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
@@ -115,21 +120,26 @@ class Engine:
         if k <= 0:
             self._step()
             return
-        durations = self.model.decode_run(d, self.kv_dec, k)
+        gained = None if self.spec is None else self.spec.tokens(self.G, k)
+        durations = self.model.decode_run(d, self.kv_dec, k, gained)
         stops = self.now + np.cumsum(durations)
         if self.frontend.waiting() and not self.policy.static \
                 and len(self.order) < self.policy.max_seqs:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
+        grown = d * k if gained is None else int(gained[:k].sum())
         if 0 <= self.watch - self.log.count < k:
-            kv = self.kv_dec + d * (self.watch - self.log.count)
+            w = self.watch - self.log.count
+            kv = self.kv_dec + (d * w if gained is None else float(gained[:w].sum()))
             self._keep(d, 0, 1, kv, kv, 0.0)
-        out = self.frontend.run(stops, d)
-        self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity(), out)
+        out = self.frontend.run(stops, d)  # a chunk a stream, however many tokens it holds
+        self.log.run(stops, durations, d, self._kv_use(), grown / k / self._kv_capacity(), out,
+                     None if gained is None else gained[:k],
+                     None if self.spec is None else self.spec.accepted(self.G, k))
         self.now, self.out = float(stops[-1]), float(out[-1])
         self.G += k
-        self.kv_dec += d * k
+        self.kv_dec += grown
         self._finish_due()
 
     def _kv_steps(self) -> int:
@@ -153,6 +163,8 @@ class Engine:
         self.pool.recount(self.G, held, self.n_dec)
 
     def _gen(self, i: int) -> int:
+        if self.spec is not None:
+            return self.reqs.gen_join[i] + self.spec.gained(i, self.G)
         return self.reqs.gen_join[i] + self.G - self.reqs.g_join[i]
 
     # ------------------------------------------------------------------ one step
@@ -180,16 +192,20 @@ class Engine:
             self._keep(d, p, len(chunks), kv, self.kv_dec if d else 0, pairs)
         dt = model.time(d, p, kv, self.kv_dec if d else 0, pairs, len(chunks))
         self.now += dt
-        # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
-        # request's next one after its re-prefill)
-        tokens = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
-        self.out = self.frontend.step(self.now, tokens)  # its end when the loop is idle
+        # its streams: the decodes' and each prompt finished (a first token, or a resumed
+        # request's next one after its re-prefill); a decode's chunk holds its tokens gained
+        streams = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
+        gained, accepted = d, None
+        if self.spec is not None:  # a step without decodes gains nothing
+            gained, accepted = self.spec.at(self.G) if d else (0, self.spec.hist[0] * 0)
+        self.out = self.frontend.step(self.now, streams)  # its end when the loop is idle
         if d:  # before the chunks join: a prompt done here decodes from the next step on
             self.G += 1
-            self.kv_dec += d
+            self.kv_dec += gained
             self.log.last_out = self.out
         self._apply(chunks)
-        self.log.step(self.now, dt, d, p, tokens, self._kv_use(), self.out)
+        self.log.step(self.now, dt, d, p, streams - d + gained, self._kv_use(), self.out,
+                      accepted)
         self._finish_due()
 
     def _keep(self, *inputs: float) -> None:
@@ -288,7 +304,9 @@ class Engine:
         if r.gen[i] >= r.osl[i]:
             self._finish(i)
             return
-        heapq.heappush(self.ends, (self.G + r.osl[i] - r.gen[i], i, r.epoch[i]))
+        left = r.osl[i] - r.gen[i]
+        steps = left if self.spec is None else self.spec.join(i, self.G, left)
+        heapq.heappush(self.ends, (self.G + steps, i, r.epoch[i]))
 
     # ------------------------------------------------------------------ leaving
     def _finish_due(self) -> None:
@@ -302,6 +320,8 @@ class Engine:
         """Take decoder ``i`` out of the aggregates; returns its tokens out."""
         r = self.reqs
         gen = self._gen(i)
+        if self.spec is not None:
+            self.spec.leave(i, self.G)
         self.decoding.discard(i)
         self.order.remove(i)
         self.n_dec -= 1
@@ -327,17 +347,22 @@ class Engine:
         """The pool may be full: count exactly, and preempt the newest (recompute) until the
         decoders' next tokens fit, as vLLM v1 does."""
         self._recount()
-        bs, r = self.pool.block_size, self.reqs
-        need = sum(1 for i in self.decoding if (r.isl[i] + self._gen(i) - 1) % bs == 0)
+        need = sum(self._next_blocks(i) for i in self.decoding)
         while need > self.pool.total - self.pool.used_bound(self.G) and len(self.order) > 1:
             victim = self.order[-1]
             if victim in self.decoding:
-                if (r.isl[victim] + self._gen(victim) - 1) % bs == 0:
-                    need -= 1
+                need -= self._next_blocks(victim)
                 self._preempt_decoder(victim)
             else:
                 self._preempt_prefill(victim)
         self._recount()
+
+    def _next_blocks(self, i: int) -> int:
+        """Blocks decoder ``i``'s next step adds: its KV grows a token (its tokens gained
+        under speculation) past the last one written."""
+        bs, ctx = self.pool.block_size, self.reqs.isl[i] + self._gen(i) - 1
+        gain = 1 if self.spec is None else self.spec.next(i, self.G)
+        return blocks(ctx + gain, bs) - blocks(ctx, bs)
 
     def _preempt_decoder(self, i: int) -> None:
         r = self.reqs

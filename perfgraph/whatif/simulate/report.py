@@ -54,6 +54,11 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
+    if s.get("speculation"):
+        sp = s["speculation"]
+        lines.append(f"  speculation         mean {_num(sp['accepted'])} tokens accepted a "
+                     f"decode a step (k = {sp['k']}; the sheet's spec_tokens_per_pass "
+                     f"{_num(sp['expected'])})")
     if s.get("frontend"):
         f = s["frontend"]
         lines += [f"  API server loop     busy {_num(100 * f['busy_share'])} % of the run "
@@ -100,6 +105,10 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
            "preemptions": s["preemptions"], "dropped": s["dropped"],
            "batch": {k: q(v, "") for k, v in s["batch"].items()},
            "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
+           "speculation": None if not s.get("speculation") else {
+               "k": s["speculation"]["k"],
+               "accepted_per_step": q(s["speculation"]["accepted"], "token"),
+               "spec_tokens_per_pass": q(s["speculation"]["expected"], "token")},
            "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
                             for metric, got in (s.get("run_measured") or {}).items()},
            "frontend": None if not s.get("frontend") else {
