@@ -54,6 +54,23 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
+    lines += _engine_lines(s)
+    if s.get("run_measured"):
+        lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
+                      f"measured (error)"]
+        for metric, got in s["run_measured"].items():
+            sim = s["latency"][metric][1]
+            cells = [f"{k} {_num(sim.get(k))} / {_num(v)} ms ({_err(sim.get(k), v)})"
+                     for k, v in got.items()]
+            lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
+    if s["dropped"]:
+        lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
+    return "\n".join([*lines, "", sheet_line]) + "\n"
+
+
+def _engine_lines(s: dict[str, Any]) -> list[str]:
+    """What the summary says of speculation and of the API server's loop, when it has them."""
+    lines: list[str] = []
     if s.get("speculation"):
         sp = s["speculation"]
         lines.append(f"  speculation         mean {_num(sp['accepted'])} tokens accepted a "
@@ -69,17 +86,7 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
                   f"  token lag           mean {_num(f['lag_ms']['mean'])} ms, p99 "
                   f"{_num(f['lag_ms']['p99'])} ms, max {_num(f['lag_ms']['max'])} ms "
                   f"(from a step's end to its tokens reaching their clients)"]
-    if s.get("run_measured"):
-        lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
-                      f"measured (error)"]
-        for metric, got in s["run_measured"].items():
-            sim = s["latency"][metric][1]
-            cells = [f"{k} {_num(sim.get(k))} / {_num(v)} ms ({_err(sim.get(k), v)})"
-                     for k, v in got.items()]
-            lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
-    if s["dropped"]:
-        lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
-    return "\n".join([*lines, "", sheet_line]) + "\n"
+    return lines
 
 
 def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roofline") -> str:
