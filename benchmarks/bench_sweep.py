@@ -403,7 +403,7 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
 
 #: ``perfgraph`` with the small sweep's Parquet write replaced by nothing (the file is not
 #: written; pyarrow is not imported)
-NO_WRITE = ("import sys; from perfgraph._infra import parquet; "
+NO_WRITE = ("import sys; from perfgraph._infra import parquet_write as parquet; "
             "parquet.write_table = lambda *a, **k: True; "
             "from perfgraph.cli.main import main; sys.argv[0] = 'perfgraph'; sys.exit(main())")
 

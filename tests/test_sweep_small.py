@@ -9,7 +9,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from perfgraph._infra import parquet
+from perfgraph._infra import parquet_write as parquet
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.whatif import sweep
 
