@@ -60,7 +60,7 @@ import tempfile
 from pathlib import Path
 
 from perfgraph.measured.calibrate import calibrate, overlay_text
-from perfgraph.measured.compare import Comparison, compare_runs
+from perfgraph.measured.comparison import Comparison, compare_runs
 from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline

@@ -24,7 +24,7 @@ from perfgraph.measured.calibrate import (
     calibrate,
     overlay_text,
 )
-from perfgraph.measured.compare import config_columns, like_for_like
+from perfgraph.measured.comparison import config_columns, like_for_like
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.scenario.loading import ScenarioSpec, load
 

@@ -330,7 +330,7 @@ def test_a_closed_loop_reports_the_sheet_at_its_users() -> None:
 
 def test_compare_auto_with_no_profile_is_held_against_the_roofline(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from perfgraph.measured.compare import compare_runs, reference
+    from perfgraph.measured.comparison import compare_runs, reference
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
     from perfgraph.scenario.loading import ScenarioSpec

@@ -19,7 +19,7 @@ import pytest
 
 from perfgraph.cli.main import main
 from perfgraph.measured.adapters import Metric, read_runs
-from perfgraph.measured.compare import compare_runs, median_possible, model_curve, run_points
+from perfgraph.measured.comparison import compare_runs, median_possible, model_curve, run_points
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline, model_slug, precision_hint
 from perfgraph.scenario.loading import ScenarioSpec, load

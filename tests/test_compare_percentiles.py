@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from perfgraph.cli.main import main
-from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.compare import as_json, as_markdown, as_table

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from perfgraph.cli.main import main  # noqa: E402
-from perfgraph.measured.compare import compare_runs  # noqa: E402
+from perfgraph.measured.comparison import compare_runs  # noqa: E402
 from perfgraph.measured.reading import read_measured  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.output import chart_data, charts  # noqa: E402

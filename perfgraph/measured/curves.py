@@ -8,8 +8,9 @@
 A run is drawn against the model at its own configuration (model, hardware, precision, TP,
 ISL, OSL: the ones ``perfgraph compare`` holds it against), never against whatever scenario
 is open, so a TP=8 row is not read off a TP=2 curve. Each line's curves are the whole sheet
-evaluated once over a column of concurrencies (:func:`perfgraph.measured.compare.model_curve`); the
-points are :func:`perfgraph.measured.compare.run_points`. Nothing here imports textual.
+evaluated once over a column of concurrencies
+(:func:`perfgraph.measured.comparison.model_curve`); the points are
+:func:`perfgraph.measured.comparison.run_points`. Nothing here imports textual.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
-from perfgraph.measured.compare import Comparison, compare_runs, model_curve, run_points
+from perfgraph.measured.comparison import Comparison, compare_runs, model_curve, run_points
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, Setup
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -36,9 +37,10 @@ CURVE_POINTS = 48
 class MeasuredLine:
     """The runs measured at one configuration, and the model's curves at it.
 
-    ``model`` is :func:`~perfgraph.measured.compare.model_curve` over a concurrency grid that spans
-    the runs; ``points`` is :func:`~perfgraph.measured.compare.run_points` of the runs (measured
-    output tokens/s and TPOT, like for like with the model's ``throughput`` and ``itl``).
+    ``model`` is :func:`~perfgraph.measured.comparison.model_curve` over a concurrency grid
+    that spans the runs; ``points`` is :func:`~perfgraph.measured.comparison.run_points` of
+    the runs (measured output tokens/s and TPOT, like for like with the model's
+    ``throughput`` and ``itl``).
     """
 
     label: str

@@ -1,6 +1,6 @@
 """The data behind ``perfgraph plot``: the sheet evaluated over a column of concurrencies or
 TPs (``Sheet.evaluate_columns``, each formula once), measured runs compared with the model
-at their own configuration (``perfgraph.measured.compare``), turned into :class:`charts.Series`.
+at their own configuration (``perfgraph.measured.comparison``), turned into :class:`charts.Series`.
 
 Everything is in the units of :data:`charts.METRICS`: throughput as output tokens/s per GPU,
 E2E latency in s, TTFT and ITL (the mean TPOT) in ms. A measured run's relative figure is
@@ -19,7 +19,7 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.measured.compare import Comparison, config_columns, in_unit
+from perfgraph.measured.comparison import Comparison, config_columns, in_unit
 from perfgraph.measured.curves import concurrency_grid
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.charts import Series

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 from perfgraph.engine.numbers import number, quantity
-from perfgraph.measured.compare import (
+from perfgraph.measured.comparison import (
     MBU_FORMULA,
     METRICS,
     MFU_FORMULA,

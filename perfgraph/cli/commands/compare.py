@@ -16,8 +16,8 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError
-from perfgraph.measured.compare import compare_runs
-from perfgraph.measured.compare import reference as held_against
+from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.comparison import reference as held_against
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.compare import (

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _comparisons(args: argparse.Namespace) -> tuple[Any, Any]:
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
 

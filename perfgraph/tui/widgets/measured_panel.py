@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from perfgraph.engine.numbers import number
-from perfgraph.measured.compare import METRICS, Comparison, median_possible
+from perfgraph.measured.comparison import METRICS, Comparison, median_possible
 from perfgraph.measured.curves import MeasuredLine
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
