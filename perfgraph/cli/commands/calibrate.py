@@ -18,7 +18,7 @@ from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
 from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
-from perfgraph.output.compare import problem_lines
+from perfgraph.output.compare_report import problem_lines
 from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 

@@ -20,7 +20,7 @@ from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.comparison import reference as held_against
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
-from perfgraph.output.compare import (
+from perfgraph.output.compare_report import (
     as_json,
     as_markdown,
     as_table,

@@ -22,7 +22,7 @@ from perfgraph.measured.comparison import METRICS, Comparison, median_possible
 from perfgraph.measured.curves import MeasuredLine
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
-from perfgraph.output.compare import metric_text
+from perfgraph.output.compare_report import metric_text
 from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
