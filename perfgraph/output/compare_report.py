@@ -23,7 +23,7 @@ from perfgraph.measured.comparison import (
 )
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
-from perfgraph.output import percentiles as pcts
+from perfgraph.output import percentile_columns as pcts
 
 _HEAD = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
 
