@@ -24,7 +24,7 @@ from perfgraph.tui import curves
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
-from perfgraph.tui.views import VIEWS
+from perfgraph.tui.view_registry import VIEWS
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.explain_panel import ExplainPanel
 

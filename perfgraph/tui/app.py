@@ -28,7 +28,7 @@ from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import headline, short_path, value_text
-from perfgraph.tui.views import VIEWS, View, ViewContext
+from perfgraph.tui.view_registry import VIEWS, View, ViewContext
 from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine

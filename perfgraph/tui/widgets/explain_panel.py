@@ -23,7 +23,7 @@ from perfgraph.tui.session import Session
 from perfgraph.tui.text import delta_text, short_origin
 
 if TYPE_CHECKING:
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 
 def grid(rows: list[tuple[Text, Text | str]], width: int, console: Console) -> Text:

@@ -24,7 +24,7 @@ from perfgraph.whatif.levers import Advice, Lever
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 
 #: (key, label, width): 70 columns with the cells' padding, within the 76 the view has at

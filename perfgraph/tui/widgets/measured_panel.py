@@ -27,7 +27,7 @@ from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 #: (label, width): a metric's column is its % of possible (measured / roofline, as
 #: ``perfgraph compare``); the line under the table gives the highlighted run's values.
