@@ -20,7 +20,7 @@ from textual.widgets import Input, OptionList, TabbedContent
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import quantity
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.tui import curves
+from perfgraph.tui import plot_data as curves
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen

@@ -1,6 +1,6 @@
 """Plots: the roofline, and throughput and ITL against concurrency (textual-plotext).
 
-Each plot draws a value object from :mod:`perfgraph.tui.curves`. Measured runs have their own
+Each plot draws a value object from :mod:`perfgraph.tui.plot_data`. Measured runs have their own
 view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configuration.
 """
 
@@ -12,8 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from perfgraph.engine.numbers import number, pretty_unit
-from perfgraph.tui import curves
-from perfgraph.tui.curves import ConcurrencyCurves, Roofline
+from perfgraph.tui import plot_data as curves
+from perfgraph.tui.plot_data import ConcurrencyCurves, Roofline
 from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
