@@ -17,7 +17,7 @@ import tomlkit
 from perfgraph.cli.main import main
 from perfgraph.errors import InputError
 from perfgraph.measured.adapters import Metric, read_runs
-from perfgraph.measured.calibrate import (
+from perfgraph.measured.calibration import (
     FIT_METRICS,
     STRUCTURE,
     TARGETS,

@@ -8,7 +8,7 @@ import pytest
 
 from perfgraph._infra import tomlfile
 from perfgraph.cli.main import main
-from perfgraph.measured.calibrate import TARGETS
+from perfgraph.measured.calibration import TARGETS
 from perfgraph.scenario import ScenarioSpec, load
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.profiles import PROFILES_DIR, find_profile

@@ -14,7 +14,7 @@ from perfgraph.cli.commands.compare import add_run_options, check_runs, one_line
 from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
-from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.calibration import TARGETS, Fit, calibrate, overlay_text
 from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
