@@ -32,7 +32,7 @@ from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.catalog import KINDS
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.whatif.diff import Contribution, DiffReport, MovedResult, diff
+from perfgraph.whatif.scenario_diff import Contribution, DiffReport, MovedResult, diff
 
 FOLDERS = {"models": "model", "hardware": "hardware", "workloads": "workload"}
 #: Top-level keys only one kind of file has.
