@@ -18,7 +18,7 @@ from perfgraph.cli.options import (
     add_scenario_options,
     load_scenario,
 )
-from perfgraph.engine.explain import cell_view
+from perfgraph.engine.explanation import cell_view
 from perfgraph.errors import InputError, did_you_mean
 from perfgraph.output import parquet as export
 from perfgraph.output.cells import render

@@ -7,7 +7,7 @@ import json
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario
-from perfgraph.engine.explain import explain, tree_dict, tree_lines, value_tree
+from perfgraph.engine.explanation import explain, tree_dict, tree_lines, value_tree
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView, Explanation
 

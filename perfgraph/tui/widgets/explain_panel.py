@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from perfgraph.engine.explain import explain
+from perfgraph.engine.explanation import explain
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView, Explanation
 from perfgraph.tui.session import Session
