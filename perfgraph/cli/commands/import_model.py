@@ -16,7 +16,7 @@ from perfgraph._infra.inputfile import file_problem
 from perfgraph.cli.options import add_force_option
 from perfgraph.errors import InputError
 from perfgraph.scenario.hf_hub import fetch_config, is_repo_id_like
-from perfgraph.scenario.import_model import ImportModelError, model_toml
+from perfgraph.scenario.model_from_config import ImportModelError, model_toml
 
 
 def register(sub: argparse._SubParsersAction) -> None:
