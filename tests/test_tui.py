@@ -315,7 +315,7 @@ def test_save_as_writes_a_new_scenario_file(tmp_path: Path) -> None:
 
 
 def test_apply_a_lever_and_undo_it() -> None:
-    levers = pytest.importorskip("perfgraph.whatif.levers")
+    levers = pytest.importorskip("perfgraph.whatif.lever_advice")
     scenario: Scenario = load()
     advice = [a for a in levers.diagnose(scenario.sheet.fork()) if a.error is None]
     assert advice, "the default scenario has at least one applicable lever"

@@ -4,7 +4,7 @@
 Symptoms read off a comparison: TTFT far above the roofline prefill (requests queued), a p99
 ITL far above the median (head-of-line blocking), MBU under the seed's healthy 60%, and a run
 that beats the roofline (the definitions or the inputs differ).  The symptoms and levers of
-:mod:`perfgraph.whatif.levers` for the run's configuration (with the measured MBU pinned) are
+:mod:`perfgraph.whatif.lever_advice` for the run's configuration (with the measured MBU pinned) are
 added, each lever's effect computed by that module on a fork of the sheet; where that advice
 covers a symptom found here too (``SAME_SYMPTOM``: MBU under 60%), only the levers module's
 advice is kept, so that each symptom is said once.
@@ -21,7 +21,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.whatif import levers
+from perfgraph.whatif import lever_advice as levers
 
 if TYPE_CHECKING:
     from perfgraph.measured.metrics import MetricComparison
@@ -175,7 +175,7 @@ def _pct(x: float | None) -> str:
 
 
 def model_levers(sheet: Sheet, setup: Setup, mbu: float | None) -> list[Finding]:
-    """``perfgraph.whatif.levers``' advice for the run's configuration, its MBU pinned."""
+    """``perfgraph.whatif.lever_advice``' advice for the run's configuration, its MBU pinned."""
     fork = sheet.fork()
     try:
         for name in ("tp", "concurrency", "isl", "osl"):

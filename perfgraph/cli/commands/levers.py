@@ -8,7 +8,7 @@ import sys
 
 from perfgraph.cli.options import add_format_option, add_scenario_options, load_scenario
 from perfgraph.engine.sheet import Sheet
-from perfgraph.whatif.levers import Advice, diagnose, effect_text, symptoms
+from perfgraph.whatif.lever_advice import Advice, diagnose, effect_text, symptoms
 from perfgraph.whatif.playbook import STAGES, Symptom, load_playbook
 
 FORMATS = ("table", "json", "markdown")
