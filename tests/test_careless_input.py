@@ -129,7 +129,7 @@ def test_force_means_the_same_in_every_command_that_has_it() -> None:
 
 def test_a_prices_file_with_unknown_names_is_refused_with_near_misses(tmp_path: Path) -> None:
     from perfgraph.errors import ProblemsError
-    from perfgraph.whatif.plan import prices
+    from perfgraph.whatif.plan_search import prices
 
     path = write(tmp_path / "p.toml", "[prices.h100-sx]\nusd_per_gpu_hour = 1.0\n"
                                       "[prices.h200]\nusd_per_gpu_hr = 2\n")

@@ -1,5 +1,5 @@
 """The plan view's data, without a widget: a question asked of ``perfgraph plan``'s search
-core (:mod:`perfgraph.whatif.plan`) and its answer as rows the view draws.
+core (:mod:`perfgraph.whatif.plan_search`) and its answer as rows the view draws.
 
 The view asks for the scenario's model and workload over every catalog accelerator, with the
 plan's default axes except the batch, searched at :data:`BATCHES` (a sixth of the default's
@@ -17,7 +17,8 @@ from typing import Any
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan, plan_report
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
 from perfgraph.whatif.plan_question import SLO_CELLS, read_quantity
 
 #: The batch sizes the view searches (``concurrency``), about √2 apart.
