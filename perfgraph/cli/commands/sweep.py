@@ -12,7 +12,7 @@ from perfgraph._infra.atomic import write_atomic
 from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.engine.numbers import number
 from perfgraph.output import parquet as export
-from perfgraph.whatif import sweep
+from perfgraph.whatif import sweep_axes as sweep
 
 FORMATS = ("parquet", "csv")
 
