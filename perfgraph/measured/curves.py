@@ -26,7 +26,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.comparison import Comparison, compare_runs, model_curve, run_points
 from perfgraph.measured.reading import Measured, read_measured
-from perfgraph.measured.setup import Baseline, Setup
+from perfgraph.measured.setup import Baseline, RunSetup
 from perfgraph.scenario.loading import ScenarioSpec, load
 
 #: Points on each model curve, spaced evenly in log concurrency.
@@ -57,10 +57,10 @@ LENGTH_TOLERANCE = 0.05
 
 @dataclass
 class _Group:
-    setup: Setup
+    setup: RunSetup
     runs: list[Comparison]
 
-    def takes(self, setup: Setup) -> bool:
+    def takes(self, setup: RunSetup) -> bool:
         mine = self.setup
         return (mine.model, mine.hardware, mine.precision, mine.tp) == \
             (setup.model, setup.hardware, setup.precision, setup.tp) and all(
@@ -80,7 +80,7 @@ def _near(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= LENGTH_TOLERANCE * max(abs(a), abs(b))
 
 
-def line_label(setup: Setup, isl: float, osl: float, exact: bool = True) -> str:
+def line_label(setup: RunSetup, isl: float, osl: float, exact: bool = True) -> str:
     def slug(text: str | None) -> str:
         return (text or "?").rsplit("/", 1)[-1].removesuffix(".toml")
 

@@ -25,7 +25,7 @@ from perfgraph.whatif import lever_advice as levers
 
 if TYPE_CHECKING:
     from perfgraph.measured.metrics import MetricComparison
-    from perfgraph.measured.setup import Setup
+    from perfgraph.measured.setup import RunSetup
 
 #: TTFT above this many times the roofline prefill, and in the seconds (over this floor, in
 #: ms): the request waited before its prefill. Under the floor, fixed per-request costs (HTTP,
@@ -88,7 +88,7 @@ class Finding:
     symptom: str | None = None  # the levers module's symptom id, for its advice
 
 
-def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison],
+def findings(run: MeasuredRun, setup: RunSetup, metrics: Sequence[MetricComparison],
              mbu: float | None, headroom: float | None,
              sheet: Sheet | None = None,
              terms: dict[str, float] | None = None) -> tuple[Finding, ...]:
@@ -106,7 +106,7 @@ def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison]
     return tuple(out)
 
 
-def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
+def _queued(m: MetricComparison | None, setup: RunSetup) -> Finding | None:
     # ratio is None whenever measured or modelled is; the explicit checks narrow for mypy
     if m is None or m.measured is None or m.modelled is None or m.ratio is None \
             or m.ratio < QUEUED_TTFT_FACTOR or m.measured < QUEUED_TTFT_FLOOR_MS:
@@ -116,7 +116,7 @@ def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
                     f"{number(setup.concurrency or 0)}: requests queued before their prefill")
 
 
-def _slower_than_predicted(m: MetricComparison | None, setup: Setup,
+def _slower_than_predicted(m: MetricComparison | None, setup: RunSetup,
                            terms: dict[str, float]) -> Finding | None:
     """TPOT well above the calibrated prediction: name the largest part of the predicted step
     beyond the weights' GEMMs, the likeliest place the run lost more than the model says."""
@@ -174,7 +174,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{number(100 * x, 3)}%"
 
 
-def model_levers(sheet: Sheet, setup: Setup, mbu: float | None) -> list[Finding]:
+def model_levers(sheet: Sheet, setup: RunSetup, mbu: float | None) -> list[Finding]:
     """``perfgraph.whatif.lever_advice``' advice for the run's configuration, its MBU pinned."""
     fork = sheet.fork()
     try:
