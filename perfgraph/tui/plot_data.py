@@ -59,7 +59,7 @@ def _series(label: str, x: np.ndarray, y: np.ndarray) -> Series:
     return Series(label, tuple(map(float, x[keep])), tuple(map(float, y[keep])))
 
 
-def roofline(sheet: Sheet) -> Roofline | None:
+def dashboard_roofline(sheet: Sheet) -> Roofline | None:
     """The roofline of one GPU and the scenario on it; None if its inputs failed."""
     if not _ok(sheet, "ridge_point", "decode_intensity", "prefill_intensity"):
         return None

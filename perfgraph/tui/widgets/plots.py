@@ -40,7 +40,7 @@ class RooflinePlot(Chart):
         return cls(id="roofline-plot")
 
     def refresh_from(self, session: Session, cell: str | None) -> None:
-        self.draw(curves.roofline(session.sheet))
+        self.draw(curves.dashboard_roofline(session.sheet))
 
     def draw(self, roof: Roofline | None) -> None:
         if roof is None:
