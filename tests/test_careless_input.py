@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.cli.main import build_parser, main
+from perfgraph.cli.main import COMMANDS, build_parser, main
 from tests.conftest import DATA
 
 MEASURED = DATA / "measured" / "inferencemax_llama70b_fp8"
@@ -115,9 +115,9 @@ def test_plan_refuses_to_write_over_its_scenario_and_has_the_force_it_suggests(
 
 
 def test_force_means_the_same_in_every_command_that_has_it() -> None:
-    parser = build_parser()
     helps = set()
-    for sub in parser._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
+    for command in COMMANDS:
+        sub = build_parser(command)._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
         for action in sub._actions:
             if "--force" in action.option_strings:
                 helps.add(action.help)

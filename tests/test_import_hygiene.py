@@ -55,3 +55,25 @@ def test_the_cli_parser_does_not_import_textual() -> None:
 
 def test_the_probe_sees_textual_when_the_dashboard_is_imported() -> None:
     assert imports_textual("import perfgraph.tui.app")
+
+
+def test_the_command_list_imports_no_command() -> None:
+    """``perfgraph --help`` lists the commands from the table in ``perfgraph.cli.main``:
+    no command's module, and none of NumPy, Polars, Pint or NetworkX, is imported for it."""
+    probe = ("import contextlib, io, sys\nfrom perfgraph.cli.main import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+             "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+             "heavy = ('numpy', 'polars', 'pint', 'networkx', 'perfgraph.cli.commands')\n"
+             "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+             "print('simulate' in out.getvalue())")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "True"]
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    probe = ("import sys\nfrom perfgraph.cli.main import build_parser\nbuild_parser('explain')\n"
+             "print(sorted(m for m in sys.modules if m.startswith('perfgraph.cli.commands.')))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "['perfgraph.cli.commands.explain']"

@@ -24,7 +24,7 @@ from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "calibrate", help="fit efficiency inputs to measured runs; write a --calibration file",
+        "calibrate",
         description="Fit the realistic terms (achievable bandwidth and compute, fixed costs "
                     "per step, sequence and request, exposed TP all-reduces), with chunked "
                     "prefill in each step and closed-loop queueing turned on, to measured runs "

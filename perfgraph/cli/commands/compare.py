@@ -64,7 +64,7 @@ def check_runs(args: argparse.Namespace, *flags: str) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "compare", help="hold measured runs against the model (%% of possible, MFU, MBU)",
+        "compare",
         description="Compare measured benchmark runs with the roofline at each run's own "
                     "configuration. Model, hardware, precision, TP, ISL/OSL and concurrency "
                     "come from the file; the scenario options fill in only what it does not "

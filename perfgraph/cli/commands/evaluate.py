@@ -28,7 +28,7 @@ OUT_FORMATS = (*FORMATS, "parquet")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
+    p = sub.add_parser("eval",
                        description="Evaluate a scenario and print every cell, grouped.")
     add_scenario_options(p)
     add_format_option(p, OUT_FORMATS)

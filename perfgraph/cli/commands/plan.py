@@ -33,7 +33,7 @@ each family reached); 2 on bad input.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="search deployments for the cheapest that meets SLOs",
+    p = sub.add_parser("plan",
                        description="Search every candidate deployment exactly and answer "
                                    "with the best that meets the SLOs at the request rate.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -31,7 +31,7 @@ FROM_FILE = {"pareto": "perfgraph plan … --out PLANS.parquet",
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plot", help="draw a scenario's charts to SVG or PNG",
+    p = sub.add_parser("plot",
                        description="Draw a chart: the roofline, throughput and latencies "
                                    "across concurrency or TP (with measured runs), every "
                                    "measured run against the model, or two scenarios' "

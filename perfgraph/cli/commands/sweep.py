@@ -30,7 +30,7 @@ metadata under "perfgraph.units".
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "sweep", help="evaluate a scenario over the product of axes (Parquet)",
+        "sweep",
         description="Evaluate a scenario at every point of the cartesian product of the "
                     "axes; write one row per point with every cell as a column.",
         epilog=EPILOG.format(limit=sweep.MAX_POINTS),

@@ -23,7 +23,7 @@ from perfgraph.measured.curves import measured_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="explore a scenario in a live dashboard",
+    p = sub.add_parser("tui",
                        description="Open the dashboard: edit inputs, pin cells, see every "
                                    "result, the roofline, explanations and levers; save the "
                                    "scenario back to its TOML file.")
