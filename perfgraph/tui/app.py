@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -20,7 +20,6 @@ from textual.screen import Screen
 from textual.widgets import Header, Static, TabbedContent, TabPane
 
 from perfgraph.errors import PerfgraphError
-from perfgraph.measured.curves import MeasuredView
 from perfgraph.scenario.loading import Scenario
 from perfgraph.scenario.save import FileChangedError, TargetExistsError
 from perfgraph.tui.palette import CellCommands
@@ -35,6 +34,9 @@ from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
 from perfgraph.tui.widgets.plan_panel import PlanPanel
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, Choice, ScenarioBar
+
+if TYPE_CHECKING:
+    from perfgraph.measured.curves import MeasuredView
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
 #: table (beside its 76 columns they would have under 80 of their own: the plans table needs
