@@ -33,7 +33,7 @@ from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
 from perfgraph.tui.widgets.plan_panel import PlanPanel
-from perfgraph.tui.widgets.scenario_bar import PARALLEL, Choice, ScenarioBar
+from perfgraph.tui.widgets.scenario_bar import PARALLEL, BarChoice, ScenarioBar
 
 if TYPE_CHECKING:
     from perfgraph.measured.curves import MeasuredView
@@ -316,7 +316,7 @@ class PerfgraphApp(App[None]):
 
     def action_bar(self) -> None:
         """Put the focus on the scenario bar's first choice (Tab moves on, Esc comes back)."""
-        self.query_one(ScenarioBar).query_one(Choice).focus()
+        self.query_one(ScenarioBar).query_one(BarChoice).focus()
 
     async def action_quit(self) -> None:
         """Quit; with edits not saved, ask first (Ctrl+S saves them)."""
