@@ -77,3 +77,14 @@ def test_a_command_imports_its_own_module_only() -> None:
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                             text=True, check=True)
     assert result.stdout.strip() == "['perfgraph.cli.commands.explain']"
+
+
+def test_the_dashboard_starts_without_the_comparison_or_the_simulator() -> None:
+    """The measured view imports the comparison when it shows runs, the simulation view the
+    simulator when it first runs: the dashboard's start needs neither."""
+    probe = ("import sys\nimport perfgraph.cli.commands.tui\nimport perfgraph.tui.app\n"
+             "heavy = ('perfgraph.measured.comparison', 'perfgraph.whatif.simulate', 'polars')\n"
+             "print(sorted(m for m in heavy if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "[]"
