@@ -24,7 +24,6 @@ from perfgraph.scenario.loading import Scenario
 from perfgraph.scenario.save import FileChangedError, TargetExistsError
 from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
-from perfgraph.tui.screens.help import HelpScreen
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import headline, short_path, value_text
 from perfgraph.tui.view_registry import VIEWS, View, ViewContext
@@ -328,6 +327,8 @@ class PerfgraphApp(App[None]):
                          lambda yes: self.exit() if yes else None)
 
     def action_help(self) -> None:
+        from perfgraph.tui.screens.help import HelpScreen  # Markdown: when first asked for
+
         self.push_screen(HelpScreen())
 
     # ------------------------------------------------------------------ saving
