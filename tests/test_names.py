@@ -1,7 +1,7 @@
 """A name says which room it is in: no two modules share a file name, and no two public
 classes or ``roofline`` functions share a name (a reader who meets ``Setup`` or
-``compare.py`` knows which one is meant, and nothing is imported ``as`` another name to
-tell them apart)."""
+``compare.py`` knows which one is meant, and no module imports one ``as`` another name to
+tell it from its namesake, as ``SimSetup`` was)."""
 
 from __future__ import annotations
 
