@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from perfgraph.engine.numbers import number
-from perfgraph.whatif.plan import Result
 from perfgraph.whatif.plan_percentiles import Held, Outcome
+from perfgraph.whatif.plan_search import Result
 
 
 def _describe(result: Result, row: int) -> str:

@@ -15,9 +15,10 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import launch, plan, plan_report
+from perfgraph.whatif import launch, plan_report
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_percentiles_report as pp_report
+from perfgraph.whatif import plan_search as plan
 
 EPILOG = """\
 The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
@@ -32,7 +33,7 @@ each family reached); 2 on bad input.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="search deployments for the cheapest that meets SLOs",
+    p = sub.add_parser("plan",
                        description="Search every candidate deployment exactly and answer "
                                    "with the best that meets the SLOs at the request rate.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

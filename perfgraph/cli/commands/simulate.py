@@ -35,7 +35,7 @@ from perfgraph.whatif.simulate.summary import summarise
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="simulate serving requests, step by step, on the sheet",
+    p = sub.add_parser("simulate",
                        description="Simulate a serving engine request by request, each step "
                                    "timed by the scenario's sheet: TTFT, TPOT, ITL and E2E "
                                    "percentiles, throughput, goodput, preemptions.")
