@@ -20,6 +20,7 @@ at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,12 @@ from perfgraph.whatif.simulate.steplog import StepLog
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
 
 
+def shared_prefix(share: float, plen: int) -> int:
+    """Tokens of a prompt of ``plen`` whose KV a hit of ``share`` finds cached: the last
+    token is always computed (its logits give the next token)."""
+    return min(int(share * plen), plen - 1)
+
+
 @dataclass
 class Engine:
     model: StepSheet
@@ -48,6 +55,9 @@ class Engine:
     #: per request, whether its prompt's full KV blocks are cached (``prefix_hit_whole``);
     #: None: every prompt reuses the share ``prefix_hit`` instead
     cached: list[bool] | None = None
+    #: per request, tokens of its prompt whose KV it brings (a hit the router placed, or a
+    #: prefill pool's hand-off); None: ``prefix_hit`` and ``cached`` say
+    given: list[int] | None = None
     now: float = 0.0
     out: float = 0.0  # when the last step's tokens reached their clients
     G: int = 0  # decode steps so far
@@ -65,13 +75,23 @@ class Engine:
     signal: int = 0  # the signal that stopped the run, 0 if none
     watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
     watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
+    #: no decode run goes past the step that ends after this time (a router may send the
+    #: engine a request then: :meth:`advance`)
+    horizon: float = math.inf
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
         """Run every request to its end; False when interrupted (Ctrl-C), the state partial."""
+        return self.advance(math.inf, progress)
+
+    def advance(self, until: float, progress: Callable[[int], None] | None = None) -> bool:
+        """Step until the engine's time reaches ``until`` (the step under way then ends) or
+        nothing is left to do, so that a router may send it requests at ``until`` (engines
+        side by side: :mod:`.cluster`); False when interrupted."""
         total, tick = self.reqs.n, 0
+        self.horizon = until
         try:
-            while self.completed < total:
+            while self.completed < total and self.now < until:
                 self._arrive()
                 if not self.order and not self.waiting:
                     if not self.frontend.waiting():
@@ -121,6 +141,9 @@ class Engine:
                 and len(self.order) < self.policy.max_seqs:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
+            durations, stops = durations[:k], stops[:k]
+        if self.horizon < stops[-1]:
+            k = min(k, int(np.searchsorted(stops, self.horizon)) + 1)
             durations, stops = durations[:k], stops[:k]
         if 0 <= self.watch - self.log.count < k:
             kv = self.kv_dec + d * (self.watch - self.log.count)
@@ -241,12 +264,16 @@ class Engine:
 
     def _start_of(self, i: int) -> int:
         r = self.reqs
-        if r.gen[i] or not self.prefix_hit:
+        if r.gen[i]:
+            return 0
+        if self.given is not None:
+            return self.given[i]
+        if not self.prefix_hit:
             return 0
         if self.cached is not None:  # whole prompts: its full blocks, the last token recomputed
             bs = self.pool.block_size
             return (r.plen[i] - 1) // bs * bs if self.cached[i] else 0
-        return min(int(self.prefix_hit * r.plen[i]), r.plen[i] - 1)
+        return shared_prefix(self.prefix_hit, r.plen[i])
 
     def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
         """Give request ``i`` the blocks for ``tokens`` tokens of KV, if the pool has them."""

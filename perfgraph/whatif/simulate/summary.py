@@ -86,6 +86,7 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         "kv_use": _mean_max(steps["kv"][sel], dur),
         "series": _series(steps), "overload": overload,
         "frontend": _frontend(run, steps),
+        "replicas": run.replicas,
     }
 
 
@@ -108,14 +109,17 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
     return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
-            "itl": (np.concatenate([_itl(steps)[after], gaps]),
+            "itl": (np.concatenate([step_gaps(steps)[after], gaps]),
                     np.concatenate([steps["decodes"][after], np.ones(gaps.size)])),
             "e2e": (t["e2e"][ended], None)}
 
 
-def _itl(steps: dict[str, np.ndarray]) -> np.ndarray:
+def step_gaps(steps: dict[str, np.ndarray]) -> np.ndarray:
     """Each step's gap as its decoders' clients see it: its duration, plus how much later
-    than the step before it the API server's loop streamed it (0 when the loop keeps up)."""
+    than the step before it the API server's loop streamed it (0 when the loop keeps up);
+    a pool's steps carry each one's own (``itl``: its replica's step before it)."""
+    if "itl" in steps:
+        return steps["itl"]
     delay = steps["out"] - steps["end"]
     if not delay.any():
         return steps["dur"]
