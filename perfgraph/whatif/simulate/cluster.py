@@ -50,6 +50,7 @@ class Pool:
     placed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     home: dict[int, int] = field(default_factory=dict)  # session → replica of its last turn
+    name: str = "replica"  # the pool's name in the loads (prefill, decode)
 
     def __post_init__(self) -> None:
         self.placed = np.full(self.reqs.n, -1, dtype=np.int64)
@@ -140,13 +141,15 @@ def sessions_of(setup: Setup, n: int) -> np.ndarray | None:
 def pooled(pools: Sequence[Pool], setup: Setup, length: Lengths, rate: float | None,
            complete: bool, reqs: Requests | None = None) -> Run:
     """One :class:`Run` over every replica of ``pools``: the requests of ``reqs`` (default:
-    the first pool's), the steps of every replica in time order, each replica's load."""
+    the first pool's), the steps of the last pool's replicas in time order (those that give
+    the tokens: the decode pool's), each replica's load."""
     engines = [e for p in pools for e in p.engines]
-    first = engines[0]
+    last = pools[-1].engines
+    first = last[0]
     reqs = reqs or pools[0].reqs
     view = Engine(first.model, replace(first.policy, max_seqs=sum(
-        e.policy.max_seqs for e in pools[-1].engines)), reqs, first.pool,
-        _frontends(engines), log=_merged_log(engines))
+        e.policy.max_seqs for e in last)), reqs, first.pool,
+        _frontends(last), log=_merged_log(last))
     view.now = max(e.now for e in engines)
     view.preemptions = sum(e.preemptions for e in engines)
     view.completed = sum(e.completed for e in pools[-1].engines)
@@ -204,7 +207,7 @@ def loads(pool: Pool) -> list[dict[str, Any]]:
         dur = st["dur"]
         busy = float(dur.sum())
         rows.append({
-            "replica": j, "requests": int(mine.sum()),
+            "pool": pool.name, "replica": j, "requests": int(mine.sum()),
             "share": float(mine.sum() / max(len(mine), 1)),
             "busy": busy / span if span > 0 else math.nan,
             "batch": float(np.average(st["decodes"], weights=dur)) if busy > 0 else math.nan,

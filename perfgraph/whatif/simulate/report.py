@@ -74,7 +74,26 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
             lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
     if s["dropped"]:
         lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
+    if s.get("replicas"):
+        lines += ["", *replica_lines(s["replicas"])]
     return "\n".join([*lines, "", sheet_line]) + "\n"
+
+
+def replica_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each replica's load: its requests, the share of the run its steps took (busy), its
+    mean batch and KV use while busy, its requests' TTFT (a prefill replica's: to its own
+    prefill's end) and, with sessions, the share that found their prefix there."""
+    hits = any(r["hit_rate"] is not None for r in rows)
+    out = [f"  {'replica':12}{'requests':>14}{'busy':>9}{'batch':>8}{'KV use':>9}"
+           f"{'TTFT p50':>10}{'TTFT p99':>10} ms" + ("   prefix hits" if hits else "")]
+    for r in rows:
+        out.append(f"  {r['pool'] + ' ' + str(r['replica']):12}"
+                   f"{r['requests']:>7} ({100 * r['share']:3.0f} %)"
+                   f"{_num(100 * r['busy']):>7} %{_num(r['batch']):>8}"
+                   f"{_num(100 * r['kv_use']):>7} %{_num(r['ttft_p50']):>10}"
+                   f"{_num(r['ttft_p99']):>10}"
+                   + (f"      {_num(100 * r['hit_rate'])} %" if hits else ""))
+    return out
 
 
 def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roofline") -> str:
@@ -114,7 +133,14 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
                "sustained": q(s["overload"]["sustained"], "request/s"),
                "queue_growth": s["overload"]["queue_growth"]},
            "series": {"unit": {"t": "s", "batch": "", "kv_use": ""},
-                      "points": s["series"]}}
+                      "points": s["series"]},
+           "replicas": [{"pool": r["pool"], "replica": r["replica"],
+                         "requests": r["requests"], "share": q(r["share"], ""),
+                         "busy": q(r["busy"], ""), "batch": q(r["batch"], ""),
+                         "kv_use": q(r["kv_use"], ""),
+                         "ttft_p50": q(r["ttft_p50"], "ms"), "ttft_p99": q(r["ttft_p99"], "ms"),
+                         "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], "")}
+                        for r in s.get("replicas") or []]}
     return json.dumps(doc, indent=2) + "\n"
 
 
