@@ -10,8 +10,9 @@ import pytest
 from perfgraph.cli.main import main
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.simulate import Setup, simulate
-from perfgraph.whatif.simulate.cluster import simulate_replicas
+from perfgraph.whatif.simulate.cluster import pool_of, simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, hop_times, simulate_disagg
+from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.router import Router
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import summarise
@@ -166,3 +167,32 @@ def test_cli_refuses_pool_options_that_mean_nothing(capsys, argv, flag) -> None:
 def test_cli_refuses_a_closed_loop_pool(capsys) -> None:  # noqa: ANN001
     code, _, err = _cli(capsys, "simulate", "--users", "4", "--replicas", "2")
     assert code == 2 and "--users" in err
+
+
+@pytest.mark.parametrize("host", ["10 GB", "0 GB"])
+def test_an_evicted_prefix_comes_back_from_host_memory_at_pcie_bandwidth(sheet, host) -> None:  # noqa: ANN001
+    # HBM's free blocks hold one session's 1,028 tokens, not two: session 0's third-turn
+    # prefix is evicted by session 1's; with a host tier it is copied back (half the
+    # prompt's KV over every GPU's PCIe link), without one the prompt is prefilled whole
+    s = sheet.fork()
+    s.set("prefix_hit_rate", 0.5)
+    s.set("host_kv_capacity", host)
+    bs = s.magnitude("block_size", "token")
+    s.set("sim_kv_blocks", int(1600 // bs))
+    n = 1024
+    reqs = Requests(np.full(3, n), np.full(3, 4), np.array([0.0, 10.0, 20.0]))
+    pool = pool_of(s, StepSheet.from_sheet(s), Setup(rate=1.0), reqs, 1, "prefix",
+                   sessions=np.array([0, 1, 0]))
+    assert pool.serve(np.asarray(reqs.arrival))
+    model = StepSheet.from_sheet(s)
+    ttft = reqs.table()["ttft"]
+    if host == "0 GB":
+        assert ttft[2] == pytest.approx(model.time(0, n, n, 0, model.chunk_pairs(0, n), 1))
+        assert pool.hits.tolist() == [0]
+        return
+    reload = (512 * s.magnitude("kv_bytes_per_token", "B/token") * s.magnitude(
+        "kv_replication") / (s.magnitude("n_gpus") * 64e9))
+    step = model.time(0, 512, n, 0, model.chunk_pairs(512, 512), 1)
+    assert ttft[2] == pytest.approx(reload + step, rel=1e-12)
+    assert pool.hits.tolist() == [1] and pool.reloads.tolist() == [1]
+    assert ttft[0] == pytest.approx(model.time(0, n, n, 0, model.chunk_pairs(0, n), 1))

@@ -8,8 +8,9 @@ that moment.
 
 Requests of a session (``--sessions``: multi-turn chats, each request a turn of one drawn at
 random) find the share ``prefix_hit_rate`` of their prompt cached when they land on the
-replica that served their session's last turn, and nothing anywhere else: the hit rate
-follows from the routing. A replica keeps a session's prefix (no eviction is modelled).
+replica that served their session's last turn and it still holds the session's KV there, in
+HBM or, evicted, in host memory (:mod:`.offload`: copied back first); nothing anywhere else:
+the hit rate follows from the routing and the replicas' memory.
 
 The run's summary is the pool's: every request, every replica's steps (their tokens add up);
 and per replica, the load it carried (:func:`loads`).
@@ -30,6 +31,7 @@ from perfgraph.whatif.simulate import Run, Setup, check, make_engine, requests_o
 from perfgraph.whatif.simulate.engine import Engine, shared_prefix
 from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.lengths import Lengths
+from perfgraph.whatif.simulate.offload import HOST, Tiers, reload_time
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.router import Router, router
 from perfgraph.whatif.simulate.step_sheet import StepSheet
@@ -51,10 +53,15 @@ class Pool:
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     home: dict[int, int] = field(default_factory=dict)  # session → replica of its last turn
     name: str = "replica"  # the pool's name in the loads (prefill, decode)
+    #: with sessions: each replica's cached prefixes, and the time to copy n tokens back
+    tiers: list[Tiers] = field(default_factory=list)
+    reload: Callable[[int], float] | None = None
+    reloads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         self.placed = np.full(self.reqs.n, -1, dtype=np.int64)
         self.hits = np.zeros(len(self.engines), dtype=np.int64)  # prefixes found, by replica
+        self.reloads = np.zeros(len(self.engines), dtype=np.int64)  # … of them from host
         if self.sessions is not None:
             given = [0] * self.reqs.n
             for e in self.engines:
@@ -69,7 +76,8 @@ class Pool:
             t = float(times[i])
             if math.isnan(t):
                 break
-            if self.router.looks and not all(e.advance(t) for e in self.engines):
+            looks = self.router.looks or self.sessions is not None  # loads, or free KV
+            if looks and not all(e.advance(t) for e in self.engines):
                 return False
             self._send(i, t)
             if progress is not None and k % 256 == 255:
@@ -80,16 +88,26 @@ class Pool:
         session = None if self.sessions is None else int(self.sessions[i])
         home = None if session is None else self.home.get(session)
         j = self.router.pick([e.submitted - e.completed for e in self.engines], home)
-        if session is not None:
-            hit = home == j
-            self.hits[j] += hit
-            self.engines[j].given[i] = (  # type: ignore[index]
-                shared_prefix(self.share, self.reqs.plen[i]) if hit else 0)
-            self.home[session] = j
+        delay = 0.0 if session is None else self._cache(i, session, j, home == j)
         self.placed[i] = j
         e = self.engines[j]
-        e.frontend.send(t, i)
+        e.frontend.send(t + delay, i)
         e.submitted += 1
+
+    def _cache(self, i: int, session: int, j: int, home: bool) -> float:
+        """Request ``i`` of ``session`` on replica ``j``: the prefix it finds there (at its
+        session's last replica, in HBM or host memory), kept for the next turn; returns the
+        seconds its copy back from host memory takes."""
+        e, r = self.engines[j], self.reqs
+        where = self.tiers[j].find(session, e.kv_free())
+        where = where if home else None  # elsewhere: an older turn's, not this prefix
+        prefix = shared_prefix(self.share, r.plen[i]) if where else 0
+        e.given[i] = prefix  # type: ignore[index]
+        self.hits[j] += where is not None
+        self.reloads[j] += where == HOST
+        self.tiers[j].keep(session, r.isl[i] + r.osl[i])
+        self.home[session] = j
+        return self.reload(prefix) if where == HOST and self.reload else 0.0
 
 
 def pool_of(sheet: Sheet, model: StepSheet, setup: Setup, reqs: Requests, replicas: int,
@@ -97,8 +115,13 @@ def pool_of(sheet: Sheet, model: StepSheet, setup: Setup, reqs: Requests, replic
             cached: list[bool] | None = None) -> Pool:
     """``replicas`` engines on ``sheet`` (its fused step ``model``) behind ``policy``."""
     engines = [make_engine(sheet, model, setup, reqs, cached) for _ in range(replicas)]
-    return Pool(engines, router(policy, replicas, sheet), reqs, sessions,
+    pool = Pool(engines, router(policy, replicas, sheet), reqs, sessions,
                 sheet.magnitude("prefix_hit_rate"))
+    if sessions is not None:
+        host = sheet.magnitude("host_kv_tokens", "token")
+        pool.tiers = [Tiers(host) for _ in engines]
+        pool.reload = reload_time(sheet)
+    return pool
 
 
 def simulate_replicas(sheet: Sheet, setup: Setup, replicas: int, policy: str,
@@ -216,5 +239,7 @@ def loads(pool: Pool) -> list[dict[str, Any]]:
             "ttft_p99": float(np.percentile(ttft, 99)) * 1e3 if ttft.size else math.nan,
             "hit_rate": (float(pool.hits[j] / max(mine.sum(), 1))
                          if pool.sessions is not None else None),
+            "reload_rate": (float(pool.reloads[j] / max(mine.sum(), 1))
+                            if pool.sessions is not None else None),
         })
     return rows

@@ -170,6 +170,10 @@ class Engine:
         held = self.kv_dec + self.pool.prefill * self.pool.block_size
         return min(1.0, held / self._kv_capacity())
 
+    def kv_free(self) -> float:
+        """KV tokens not held now (where cached prefixes of finished requests can stay)."""
+        return self._kv_capacity() - self.kv_dec - self.pool.prefill * self.pool.block_size
+
     def _recount(self) -> None:
         r, bs = self.reqs, self.pool.block_size
         held = sum(blocks(r.isl[i] + self._gen(i) - 1, bs) for i in self.decoding)

@@ -82,17 +82,20 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
 def replica_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Each replica's load: its requests, the share of the run its steps took (busy), its
     mean batch and KV use while busy, its requests' TTFT (a prefill replica's: to its own
-    prefill's end) and, with sessions, the share that found their prefix there."""
+    prefill's end) and, with sessions, the share that found their prefix there (and of
+    those, copied back from host memory)."""
     hits = any(r["hit_rate"] is not None for r in rows)
     out = [f"  {'replica':12}{'requests':>14}{'busy':>9}{'batch':>8}{'KV use':>9}"
-           f"{'TTFT p50':>10}{'TTFT p99':>10} ms" + ("   prefix hits" if hits else "")]
+           f"{'TTFT p50':>10}{'TTFT p99':>10} ms"
+           + ("   prefix hits (from host)" if hits else "")]
     for r in rows:
         out.append(f"  {r['pool'] + ' ' + str(r['replica']):12}"
                    f"{r['requests']:>7} ({100 * r['share']:3.0f} %)"
                    f"{_num(100 * r['busy']):>7} %{_num(r['batch']):>8}"
                    f"{_num(100 * r['kv_use']):>7} %{_num(r['ttft_p50']):>10}"
                    f"{_num(r['ttft_p99']):>10}"
-                   + (f"      {_num(100 * r['hit_rate'])} %" if hits else ""))
+                   + (f"      {_num(100 * r['hit_rate'])} % ({_num(100 * r['reload_rate'])} %)"
+                      if hits else ""))
     return out
 
 
@@ -139,7 +142,9 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
                          "busy": q(r["busy"], ""), "batch": q(r["batch"], ""),
                          "kv_use": q(r["kv_use"], ""),
                          "ttft_p50": q(r["ttft_p50"], "ms"), "ttft_p99": q(r["ttft_p99"], "ms"),
-                         "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], "")}
+                         "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], ""),
+                         "reload_rate": None if r["reload_rate"] is None
+                         else q(r["reload_rate"], "")}
                         for r in s.get("replicas") or []]}
     return json.dumps(doc, indent=2) + "\n"
 
