@@ -43,13 +43,17 @@ def test_two_replicas_round_robin_at_half_load_are_each_one_replica_at_half_the_
     assert [r["requests"] for r in s["replicas"]] == [40, 40]
 
 
+@pytest.mark.parametrize("whole", [False, True])
 def test_a_router_that_looks_steps_the_engine_to_each_arrival_and_changes_nothing(
-        sheet) -> None:  # noqa: ANN001
+        sheet, whole) -> None:  # noqa: ANN001
     # one replica behind least-outstanding is advanced to every arrival before it is sent:
-    # the same run as the engine left alone
+    # the same run as the engine left alone (whole-prompt prefix hits drawn the same way)
+    s = sheet.fork()
+    s.set("prefix_hit_whole", whole)
+    s.set("prefix_hit_rate", 0.5 if whole else 0.0)
     setup = Setup(rate=6.0, cv=2.0, requests=120, seed=3)
-    alone = simulate(sheet, setup).engine
-    pooled = simulate_replicas(sheet, setup, 1, "least-outstanding").engine
+    alone = simulate(s, setup).engine
+    pooled = simulate_replicas(s, setup, 1, "least-outstanding").engine
     a, b = alone.reqs.table(), pooled.reqs.table()
     for k in ("ttft", "tpot", "e2e"):
         assert b[k] == pytest.approx(a[k], rel=1e-9), k

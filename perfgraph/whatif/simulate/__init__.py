@@ -95,7 +95,7 @@ def simulate(sheet: Sheet, setup: Setup,
     n = len(length.isl)
     reqs = Requests(length.isl, length.osl, arrive)
     engine = make_engine(sheet, model, setup, reqs,
-                         _cached(sheet, sheet.magnitude("prefix_hit_rate"), n, rng))
+                         whole_hits(sheet, n, rng))
     frontend = engine.frontend
     first = n if not setup.users else min(setup.users, n)  # a closed loop's later requests
     for i in range(first):  # are sent as earlier ones end
@@ -164,9 +164,10 @@ def _arrivals(sheet: Sheet, setup: Setup, length: lens.Lengths, n: int,
     raise InputError("give --rate (open loop) or --users (closed loop)", name="--rate")
 
 
-def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[bool] | None:
+def whole_hits(sheet: Sheet, n: int, rng: np.random.Generator) -> list[bool] | None:
     """``prefix_hit_whole``: which requests find their whole prompt cached (each with
     probability ``prefix_hit_rate``); None when hits are a share of every prompt."""
+    hit = sheet.magnitude("prefix_hit_rate")
     if not sheet.magnitude("prefix_hit_whole") or not hit:
         return None
     return [bool(u < hit) for u in rng.random(n)]

@@ -27,7 +27,14 @@ import numpy as np
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
-from perfgraph.whatif.simulate import Run, Setup, check, make_engine, requests_of
+from perfgraph.whatif.simulate import (
+    Run,
+    Setup,
+    check,
+    make_engine,
+    requests_of,
+    whole_hits,
+)
 from perfgraph.whatif.simulate.engine import Engine, shared_prefix
 from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.lengths import Lengths
@@ -135,9 +142,18 @@ def simulate_replicas(sheet: Sheet, setup: Setup, replicas: int, policy: str,
     length, arrive, rate = requests_of(sheet, setup, rng)
     reqs = Requests(length.isl, length.osl, arrive)
     pool = pool_of(sheet, model, setup, reqs, replicas, policy,
-                   sessions_of(setup, reqs.n))
+                   sessions_of(setup, reqs.n), whole_hits(sheet, reqs.n, rng))
     complete = pool.serve(np.asarray(arrive, dtype=float), progress)
-    return pooled([pool], setup, length, rate, complete)
+    run = pooled([pool], setup, length, rate, complete)
+    run.notes += session_notes(sheet, setup)
+    return run
+
+
+def session_notes(sheet: Sheet, setup: Setup) -> list[str]:
+    if setup.sessions is not None and not sheet.magnitude("prefix_hit_rate"):
+        return ["--sessions with prefix_hit_rate = 0: a turn reuses none of its prompt; "
+                "set the share its session's history makes (--set prefix_hit_rate=0.9)"]
+    return []
 
 
 def check_pool(setup: Setup) -> None:

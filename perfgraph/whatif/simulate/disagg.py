@@ -34,7 +34,13 @@ from perfgraph.engine.fused import fuse
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 from perfgraph.whatif.simulate import Run, Setup, requests_of
-from perfgraph.whatif.simulate.cluster import check_pool, pool_of, pooled, sessions_of
+from perfgraph.whatif.simulate.cluster import (
+    check_pool,
+    pool_of,
+    pooled,
+    session_notes,
+    sessions_of,
+)
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 
@@ -95,4 +101,6 @@ def simulate_disagg(decode: Sheet, prefill: Sheet, setup: Setup, pools: Pools,
     handed = np.asarray(first.t_end) + hop_times(prefill, decode, length.isl)
     if complete:
         complete = d_pool.serve(handed, progress)
-    return pooled([p_pool, d_pool], setup, length, rate, complete, reqs)
+    run = pooled([p_pool, d_pool], setup, length, rate, complete, reqs)
+    run.notes += session_notes(prefill, setup)
+    return run
