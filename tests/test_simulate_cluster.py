@@ -200,3 +200,12 @@ def test_an_evicted_prefix_comes_back_from_host_memory_at_pcie_bandwidth(sheet, 
     assert ttft[2] == pytest.approx(reload + step, rel=1e-12)
     assert pool.hits.tolist() == [1] and pool.reloads.tolist() == [1]
     assert ttft[0] == pytest.approx(model.time(0, n, n, 0, model.chunk_pairs(0, n), 1))
+
+
+def test_a_pools_trace_puts_each_replica_on_its_own_track(capsys, tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "steps.json"
+    code, _, _ = _cli(capsys, "simulate", "--rate", "4 request/s", "--requests", "20",
+                      "--replicas", "3", "--trace", str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    assert code == 0
+    assert {e["tid"] for e in events if e["ph"] == "X"} == {1, 2, 3}

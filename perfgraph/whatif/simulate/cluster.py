@@ -202,8 +202,9 @@ def pooled(pools: Sequence[Pool], setup: Setup, length: Lengths, rate: float | N
 
 def _merged_log(engines: Sequence[Engine]) -> StepLog:
     parts = [e.log.arrays() for e in engines]
-    for part in parts:
+    for j, part in enumerate(parts):
         part["itl"] = step_gaps(part)  # each replica's own gaps, before they interleave
+        part["replica"] = np.full(part["end"].size, j)
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     order = np.argsort(merged["end"], kind="stable")
     log = _Merged({k: v[order] for k, v in merged.items()})
@@ -214,7 +215,7 @@ def _merged_log(engines: Sequence[Engine]) -> StepLog:
 
 class _Merged(StepLog):
     """Every replica's steps, in time order, with each step's gap as its own replica's
-    clients saw it (``itl``)."""
+    clients saw it (``itl``) and its replica (``replica``)."""
 
     def __init__(self, columns: dict[str, np.ndarray]) -> None:
         super().__init__()

@@ -163,18 +163,21 @@ def request_rows(run: Run) -> dict[str, np.ndarray]:
 
 
 def trace(run: Run) -> str:
-    """Chrome / Perfetto trace JSON: one slice per step, counters for batch and KV use."""
+    """Chrome / Perfetto trace JSON: one slice per step, counters for batch and KV use; a
+    pool's replicas each on a track (and counter) of their own."""
     st = run.engine.log.arrays()
     start = (st["end"] - st["dur"]) * 1e6
+    track = st.get("replica", np.zeros(start.size)) + 1
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "perfgraph simulate"}}]
-    for ts, dur, d, p, kv in zip(start.tolist(), (st["dur"] * 1e6).tolist(),
-                                 st["decodes"].tolist(), st["prefill"].tolist(),
-                                 st["kv"].tolist(), strict=True):
+    for ts, dur, d, p, kv, tid in zip(start.tolist(), (st["dur"] * 1e6).tolist(),
+                                      st["decodes"].tolist(), st["prefill"].tolist(),
+                                      st["kv"].tolist(), track.tolist(), strict=True):
         name = "prefill+decode" if p and d else ("prefill" if p else "decode")
-        events.append({"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": round(ts, 3),
-                       "dur": round(dur, 3),
+        events.append({"name": name, "ph": "X", "pid": 1, "tid": int(tid),
+                       "ts": round(ts, 3), "dur": round(dur, 3),
                        "args": {"decodes": int(d), "prefill_tokens": int(p)}})
-        events.append({"name": "batch", "ph": "C", "pid": 1, "ts": round(ts, 3),
+        events.append({"name": "batch" if tid == 1 else f"batch {int(tid) - 1}", "ph": "C",
+                       "pid": 1, "ts": round(ts, 3),
                        "args": {"decodes": int(d), "kv_use_pct": round(100 * kv, 2)}})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}) + "\n"
