@@ -6,8 +6,8 @@ Prints figures beside the simulated time they cover, and a baseline measured in 
 run: the same steps taken one at a time by the fused step sheet (no runs over columns), so
 the ratio says what the event skipping buys; the time to fuse the step sheet once; and the
 10,000-request run again with the API server's loop on (``frontend``), against the run
-without; and again with speculative decoding (k = 3, α = 0.7: a drawn number of tokens a
-decode a step). Asserts nothing.
+without; again with speculative decoding (k = 3, α = 0.7: a drawn number of tokens a
+decode a step); and 10,000 requests over 4 replicas behind a router. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 
 from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -78,7 +79,21 @@ def main() -> None:
           f"{loop_best / loop_steps * 1e6:.2f} µs / step)")
     print(f"with speculative decoding (k = 3, α = 0.7): {spec_steps:,} steps in "
           f"{spec_best:.3f} s best ({spec_best / spec_steps * 1e6:.2f} µs / step)")
+    pooled(sheet, rows[1][0] / rows[1][2] if rows[1][2] else 0.0)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def pooled(sheet, one_rate: float) -> None:  # noqa: ANN001
+    """10,000 requests over 4 replicas, open loop at four times one replica's 64-user rate
+    (each replica about as busy as the run above): round-robin sends without looking, so
+    each engine runs alone; least-outstanding steps every engine to every arrival."""
+    rate = 4 * one_rate
+    for policy in ("round-robin", "least-outstanding"):
+        best, _, run = timed(lambda p=policy: simulate_replicas(
+            sheet, Setup(rate=rate, requests=10_000), 4, p), repeat=3)
+        steps = summarise(run, sheet)["steps"]  # type: ignore[arg-type]
+        print(f"4 replicas, {policy}, {rate:.3g} request/s: {steps:,} steps in {best:.3f} s "
+              f"best ({best / steps * 1e6:.2f} µs / step)")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def _header(held: Held) -> str:
     skipped = f"; {held.skipped} disaggregated passed over (not simulated)" \
         if held.skipped else ""
     return (f"held to percentile SLOs ({slos}): simulated {len(held.outcomes)} candidates, "
-            f"best first, each one replica at rate ÷ replicas{skipped}")
+            f"best first, each the whole deployment at the rate (its replicas behind a "
+            f"least-outstanding router; disaggregated, its two pools){skipped}")
 
 
 def lines(held: Held, result: Result) -> str:

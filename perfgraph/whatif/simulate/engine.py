@@ -23,6 +23,7 @@ the tokens all of them gain that step.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,12 @@ from perfgraph.whatif.simulate.steplog import StepLog
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
 
 
+def shared_prefix(share: float, plen: int) -> int:
+    """Tokens of a prompt of ``plen`` whose KV a hit of ``share`` finds cached: the last
+    token is always computed (its logits give the next token)."""
+    return min(int(share * plen), plen - 1)
+
+
 @dataclass
 class Engine:
     model: StepSheet
@@ -52,6 +59,9 @@ class Engine:
     #: per request, whether its prompt's full KV blocks are cached (``prefix_hit_whole``);
     #: None: every prompt reuses the share ``prefix_hit`` instead
     cached: list[bool] | None = None
+    #: per request, tokens of its prompt whose KV it brings (a hit the router placed, or a
+    #: prefill pool's hand-off); None: ``prefix_hit`` and ``cached`` say
+    given: list[int] | None = None
     now: float = 0.0
     out: float = 0.0  # when the last step's tokens reached their clients
     G: int = 0  # decode steps so far
@@ -70,13 +80,23 @@ class Engine:
     watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
     watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
     spec: Speculation | None = None  # speculative decoding: tokens a decoder gains a step
+    #: no decode run goes past the step that ends after this time (a router may send the
+    #: engine a request then: :meth:`advance`)
+    horizon: float = math.inf
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
         """Run every request to its end; False when interrupted (Ctrl-C), the state partial."""
+        return self.advance(math.inf, progress)
+
+    def advance(self, until: float, progress: Callable[[int], None] | None = None) -> bool:
+        """Step until the engine's time reaches ``until`` (the step under way then ends) or
+        nothing is left to do, so that a router may send it requests at ``until`` (engines
+        side by side: :mod:`.cluster`); False when interrupted."""
         total, tick = self.reqs.n, 0
+        self.horizon = until
         try:
-            while self.completed < total:
+            while self.completed < total and self.now < until:
                 self._arrive()
                 if not self.order and not self.waiting:
                     if not self.frontend.waiting():
@@ -128,6 +148,9 @@ class Engine:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
+        if self.horizon < stops[-1]:
+            k = min(k, int(np.searchsorted(stops, self.horizon)) + 1)
+            durations, stops = durations[:k], stops[:k]
         grown = d * k if gained is None else int(gained[:k].sum())
         if 0 <= self.watch - self.log.count < k:
             w = self.watch - self.log.count
@@ -156,6 +179,10 @@ class Engine:
         """Share of the KV tokens held: the decoders' context and the prefills' blocks."""
         held = self.kv_dec + self.pool.prefill * self.pool.block_size
         return min(1.0, held / self._kv_capacity())
+
+    def kv_free(self) -> float:
+        """KV tokens not held now (where cached prefixes of finished requests can stay)."""
+        return self._kv_capacity() - self.kv_dec - self.pool.prefill * self.pool.block_size
 
     def _recount(self) -> None:
         r, bs = self.reqs, self.pool.block_size
@@ -257,12 +284,16 @@ class Engine:
 
     def _start_of(self, i: int) -> int:
         r = self.reqs
-        if r.gen[i] or not self.prefix_hit:
+        if r.gen[i]:
+            return 0
+        if self.given is not None:
+            return self.given[i]
+        if not self.prefix_hit:
             return 0
         if self.cached is not None:  # whole prompts: its full blocks, the last token recomputed
             bs = self.pool.block_size
             return (r.plen[i] - 1) // bs * bs if self.cached[i] else 0
-        return min(int(self.prefix_hit * r.plen[i]), r.plen[i] - 1)
+        return shared_prefix(self.prefix_hit, r.plen[i])
 
     def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
         """Give request ``i`` the blocks for ``tokens`` tokens of KV, if the pool has them."""

@@ -90,6 +90,7 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         "kv_use": _mean_max(steps["kv"][sel], dur),
         "series": _series(steps), "overload": overload,
         "frontend": _frontend(run, steps),
+        "replicas": run.replicas,
     }
 
 
@@ -111,7 +112,7 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
              ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
-    itl, weights = _itl(steps)[after], steps["decodes"][after]
+    itl, weights = step_gaps(steps)[after], steps["decodes"][after]
     accepted = run.engine.log.accepted()
     if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
         a = np.arange(1, accepted.shape[1] + 1, dtype=float)
@@ -121,9 +122,12 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
             "e2e": (t["e2e"][ended], None)}
 
 
-def _itl(steps: dict[str, np.ndarray]) -> np.ndarray:
+def step_gaps(steps: dict[str, np.ndarray]) -> np.ndarray:
     """Each step's gap as its decoders' clients see it: its duration, plus how much later
-    than the step before it the API server's loop streamed it (0 when the loop keeps up)."""
+    than the step before it the API server's loop streamed it (0 when the loop keeps up);
+    a pool's steps carry each one's own (``itl``: its replica's step before it)."""
+    if "itl" in steps:
+        return steps["itl"]
     delay = steps["out"] - steps["end"]
     if not delay.any():
         return steps["dur"]
