@@ -47,7 +47,7 @@ from perfgraph.whatif.simulate.summary import step_gaps
 
 
 @dataclass
-class Pool:
+class ReplicaPool:
     """Replicas sharing one table of requests (request ``i`` is the same row wherever it
     runs), and the router in front of them."""
 
@@ -119,11 +119,11 @@ class Pool:
 
 def pool_of(sheet: Sheet, model: StepSheet, setup: Setup, reqs: Requests, replicas: int,
             policy: str, sessions: np.ndarray | None = None,
-            cached: list[bool] | None = None) -> Pool:
+            cached: list[bool] | None = None) -> ReplicaPool:
     """``replicas`` engines on ``sheet`` (its fused step ``model``) behind ``policy``."""
     engines = [make_engine(sheet, model, setup, reqs, cached,
                            np.random.default_rng([setup.seed, 2, i])) for i in range(replicas)]
-    pool = Pool(engines, router(policy, replicas, sheet), reqs, sessions,
+    pool = ReplicaPool(engines, router(policy, replicas, sheet), reqs, sessions,
                 sheet.magnitude("prefix_hit_rate"))
     if sessions is not None:
         host = sheet.magnitude("host_kv_tokens", "token")
@@ -178,7 +178,7 @@ def sessions_of(setup: Setup, n: int) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------- the pool's summary
-def pooled(pools: Sequence[Pool], setup: Setup, length: Lengths, rate: float | None,
+def pooled(pools: Sequence[ReplicaPool], setup: Setup, length: Lengths, rate: float | None,
            complete: bool, reqs: Requests | None = None) -> Run:
     """One :class:`Run` over every replica of ``pools``: the requests of ``reqs`` (default:
     the first pool's), the steps of the last pool's replicas in time order (those that give
@@ -236,7 +236,7 @@ def _frontends(engines: Sequence[Engine]) -> Frontend:
     return out
 
 
-def loads(pool: Pool) -> list[dict[str, Any]]:
+def loads(pool: ReplicaPool) -> list[dict[str, Any]]:
     """Per replica: its requests (and their share), its steps' share of the run's time
     (busy), its mean batch and KV use over its busy time, its TTFT p50 and p99 (ms)."""
     t = pool.reqs.table()

@@ -1,6 +1,6 @@
 """Disaggregated serving: a prefill pool and a decode pool, each on its own sheet.
 
-Each pool is a :class:`.cluster.Pool` of replicas, sized and parallelised on its own: its
+Each pool is a :class:`.cluster.ReplicaPool` of replicas, sized and parallelised on its own: its
 sheet carries its hardware, TP, PP and precision (prefill on H200 and decode on B200 is two
 sheets), its router its own queue of requests. A request goes through three stages:
 

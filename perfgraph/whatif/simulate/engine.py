@@ -32,6 +32,7 @@ import numpy as np
 
 from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
+from perfgraph.whatif.simulate.preemption import make_room
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
 from perfgraph.whatif.simulate.speculation import Speculation
@@ -197,7 +198,7 @@ class Engine:
     # ------------------------------------------------------------------ one step
     def _step(self) -> None:
         if self.n_dec and self.pool.safe_steps(self.G) < 1:
-            self._make_room()
+            make_room(self)
         pol = self.policy
         prefill_only = pol.static or (not pol.mixed and self._prefill_pending())
         d = 0 if prefill_only else self.n_dec
@@ -373,46 +374,3 @@ class Engine:
             self.reqs.arrival[self.submitted] = sent
             self.frontend.send(sent, self.submitted)
             self.submitted += 1
-
-    def _make_room(self) -> None:
-        """The pool may be full: count exactly, and preempt the newest (recompute) until the
-        decoders' next tokens fit, as vLLM v1 does."""
-        self._recount()
-        need = sum(self._next_blocks(i) for i in self.decoding)
-        while need > self.pool.total - self.pool.used_bound(self.G) and len(self.order) > 1:
-            victim = self.order[-1]
-            if victim in self.decoding:
-                need -= self._next_blocks(victim)
-                self._preempt_decoder(victim)
-            else:
-                self._preempt_prefill(victim)
-        self._recount()
-
-    def _next_blocks(self, i: int) -> int:
-        """Blocks decoder ``i``'s next step adds: its KV grows a token (its tokens gained
-        under speculation) past the last one written."""
-        bs, ctx = self.pool.block_size, self.reqs.isl[i] + self._gen(i) - 1
-        gain = 1 if self.spec is None else self.spec.next(i, self.G)
-        return blocks(ctx + gain, bs) - blocks(ctx, bs)
-
-    def _preempt_decoder(self, i: int) -> None:
-        r = self.reqs
-        gen = self._leave(i)
-        # its last token: the last decode step's, or its own prefill's if none ran since
-        r.gen[i], r.t_last[i] = gen, max(r.t_last[i], self.log.last_out)
-        self._requeue(i, r.isl[i] + gen)
-
-    def _preempt_prefill(self, i: int) -> None:
-        r = self.reqs
-        self.prefilling.remove(i)
-        self.order.remove(i)
-        self.pool.prefill -= r.held[i]
-        self._requeue(i, r.plen[i])
-
-    def _requeue(self, i: int, plen: int) -> None:
-        r = self.reqs
-        r.plen[i], r.done[i], r.held[i] = plen, 0, 0
-        r.epoch[i] += 1
-        r.preempted[i] += 1
-        self.preemptions += 1
-        self.waiting.appendleft(i)

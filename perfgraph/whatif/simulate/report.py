@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -140,12 +141,7 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
                "spec_tokens_per_pass": q(s["speculation"]["expected"], "token")},
            "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
                             for metric, got in (s.get("run_measured") or {}).items()},
-           "frontend": None if not s.get("frontend") else {
-               "request_time": q(s["frontend"]["request_ms"], "ms"),
-               "chunk_time": q(s["frontend"]["chunk_ms"], "ms"),
-               "coalesce": s["frontend"]["coalesce"],
-               "busy_share": q(s["frontend"]["busy_share"], ""),
-               "lag": {k: q(v, "ms") for k, v in s["frontend"]["lag_ms"].items()}},
+           "frontend": _frontend_json(s.get("frontend"), q),
            "overloaded": s["overload"] is not None,
            "overload": None if not s["overload"] else {
                "offered": q(s["overload"]["offered"], "request/s"),
@@ -153,16 +149,24 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
                "queue_growth": s["overload"]["queue_growth"]},
            "series": {"unit": {"t": "s", "batch": "", "kv_use": ""},
                       "points": s["series"]},
-           "replicas": [{"pool": r["pool"], "replica": r["replica"],
-                         "requests": r["requests"], "share": q(r["share"], ""),
-                         "busy": q(r["busy"], ""), "batch": q(r["batch"], ""),
-                         "kv_use": q(r["kv_use"], ""),
-                         "ttft_p50": q(r["ttft_p50"], "ms"), "ttft_p99": q(r["ttft_p99"], "ms"),
-                         "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], ""),
-                         "reload_rate": None if r["reload_rate"] is None
-                         else q(r["reload_rate"], "")}
-                        for r in s.get("replicas") or []]}
+           "replicas": [_replica_json(r, q) for r in s.get("replicas") or []]}
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _frontend_json(f: dict[str, Any] | None, q: Callable[[float | None, str], Any]) -> Any:
+    return None if not f else {
+        "request_time": q(f["request_ms"], "ms"), "chunk_time": q(f["chunk_ms"], "ms"),
+        "coalesce": f["coalesce"], "busy_share": q(f["busy_share"], ""),
+        "lag": {k: q(v, "ms") for k, v in f["lag_ms"].items()}}
+
+
+def _replica_json(r: dict[str, Any], q: Callable[[float | None, str], Any]) -> dict[str, Any]:
+    return {"pool": r["pool"], "replica": r["replica"], "requests": r["requests"],
+            "share": q(r["share"], ""), "busy": q(r["busy"], ""), "batch": q(r["batch"], ""),
+            "kv_use": q(r["kv_use"], ""), "ttft_p50": q(r["ttft_p50"], "ms"),
+            "ttft_p99": q(r["ttft_p99"], "ms"),
+            "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], ""),
+            "reload_rate": None if r["reload_rate"] is None else q(r["reload_rate"], "")}
 
 
 ROW_UNITS = {"request": "", "arrival": "s", "first_token": "s", "end": "s", "isl": "token",
