@@ -306,9 +306,6 @@ def test_closing_the_tab_ends_its_dashboard(browser: object) -> None:
 
 
 @needs_browser
-@pytest.mark.xfail(strict=False, reason="resizing crashes the roofline and concurrency views "
-                   "(math domain error, IndexError in the plotting code), which ends the "
-                   "session; the dashboard's fix is the TUI's, not the web server's")
 def test_resizing_the_window_keeps_the_session(browser: object) -> None:
     with serving() as (proc, url):
         open_dashboard(browser, url)
