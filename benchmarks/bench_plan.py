@@ -3,8 +3,8 @@
 Run: python3 benchmarks/bench_plan.py [--repeats R] [--jobs N]. Each repeat times the search
 on 1 worker and on N (default: the cores), alternating in the same run, wall clock and CPU
 time (all threads), with the load (os.getloadavg) before each; the answers must be the same.
-States candidates/s beside aiconfigurator's ~5.7 s to estimate one configuration (issue 13's
-figure, measured on this project's machine).
+States candidates/s beside aiconfigurator's ~5.7 s to estimate one configuration (measured on
+this project's machine).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Simulation speed: 10,000 requests of 1k in / 1k out at 64 concurrent (~160,000 steps).
 
 Run: python3 benchmarks/bench_simulate.py
-Target (issue 14): ≤ 2 s on 2 cores; cost linear in steps, memory in requests (not tokens).
+Target: ≤ 2 s on 2 cores; cost linear in steps, memory in requests (not tokens).
 Prints figures beside the simulated time they cover, and a baseline measured in the same
 run: the same steps taken one at a time by the fused step sheet (no runs over columns), so
 the ratio says what the event skipping buys; the time to fuse the step sheet once; and the

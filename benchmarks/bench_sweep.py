@@ -2,7 +2,7 @@
 
 Run: python3 benchmarks/bench_sweep.py [--quick | --only | --split | --small [--against DIR]
 [--repeat N]]
-Targets (issue 5): the sweep written to Parquet in under 2 s on the 2-core machine, within 3x
+Targets: the sweep written to Parquet in under 2 s on the 2-core machine, within 3x
 of a hand-written NumPy evaluation of the same formulas on the same points; 10,000,000
 points in bounded memory (peak RSS printed). Prints figures, asserts nothing.
 
@@ -529,7 +529,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             print("\n".join(write_split(Bench(AXES), Path(folder))))
         return
-    if "--only" in sys.argv:  # the issue 15 figures alone
+    if "--only" in sys.argv:  # sweep --only against hand_only.py alone
         bench = Bench(AXES)
         with tempfile.TemporaryDirectory() as folder:
             print("\n".join(only_figures(bench, Path(folder), 3)))

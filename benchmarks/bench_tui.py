@@ -1,7 +1,7 @@
 """Dashboard speed against a bare Textual app, both measured in this run (Textual's Pilot).
 
 Run: python3 benchmarks/bench_tui.py [--rounds N]
-Targets (issue 15): Enter on an edit → the changed cells repainted in ≤ 50 ms and within 2× a
+Targets: Enter on an edit → the changed cells repainted in ≤ 50 ms and within 2× a
 bare DataTable app updating the same cells; startup to first paint within 3× the bare app.
 
 * startup: from building the app (the scenario already loaded) until the first screen is
