@@ -10,7 +10,7 @@ The hand-written version below is the default sheet's formulas typed out as NumP
 canonical units (B, s, FLOP, token, request), as the sheet stood when it was written; the
 benchmark first checks it against the engine on every cell and says how many cells it lacks
 or computes by an older formula (the engine then does more work than its baseline).
-``--only`` times ``sweep --only`` of eight columns against hand_only.py; ``--small`` a cold
+``--only`` times ``sweep --only`` of seven columns against hand_only.py; ``--small`` a cold
 1,000-point sweep against a cold ``perfgraph eval``; ``--split`` where the time goes.
 
 Where the time goes (``--split``): writing Parquet is ~80% of the million-point sweep's CPU
@@ -391,7 +391,7 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
 
 
 def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
-    """``sweep --only`` (eight columns) against the hand-written NumPy + pyarrow script."""
+    """``sweep --only`` (seven columns) against the hand-written NumPy + pyarrow script."""
     sheet, plan = bench.sheet, bench.plan
     consts = hand_only.constants(sheet.raw, sheet.names)
     choices = export.choices(bench.scenario)
