@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perfgraph.scenario.loading import ScenarioSpec  # noqa: E402
-from perfgraph.whatif import plan, plan_report  # noqa: E402
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan  # noqa: E402
 
 AICONFIGURATOR_S_PER_CONFIG = 5.7
 

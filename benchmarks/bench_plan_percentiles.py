@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perfgraph.cli.commands.plan import best_spec  # noqa: E402
 from perfgraph.scenario.loading import ScenarioSpec, load  # noqa: E402
-from perfgraph.whatif import plan  # noqa: E402
 from perfgraph.whatif import plan_percentiles as pp  # noqa: E402
+from perfgraph.whatif import plan_search as plan  # noqa: E402
 
 
 def main() -> None:

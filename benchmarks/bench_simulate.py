@@ -6,7 +6,8 @@ Prints figures beside the simulated time they cover, and a baseline measured in 
 run: the same steps taken one at a time by the fused step sheet (no runs over columns), so
 the ratio says what the event skipping buys; the time to fuse the step sheet once; and the
 10,000-request run again with the API server's loop on (``frontend``), against the run
-without. Asserts nothing.
+without; again with speculative decoding (k = 3, α = 0.7: a drawn number of tokens a
+decode a step); and 10,000 requests over 4 replicas behind a router. Asserts nothing.
 
 Runs of decode-only steps between events are computed over columns in one call; only the
 steps that carry a prefill chunk (and runs of 16 steps or fewer) are taken one at a time. Per
@@ -21,6 +22,7 @@ import time
 
 from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -62,6 +64,11 @@ def main() -> None:
     looped.set("frontend_token_time", "0.1 ms/token")
     loop_best, _, loop_run = timed(lambda: simulate(looped, Setup(users=64, requests=10_000)))
     loop_steps = summarise(loop_run, looped)["steps"]  # type: ignore[arg-type]
+    spec = load().sheet
+    spec.set("spec_k", "3")
+    spec.set("spec_alpha", "0.7")
+    spec_best, _, spec_run = timed(lambda: simulate(spec, Setup(users=64, requests=10_000)))
+    spec_steps = summarise(spec_run, spec)["steps"]  # type: ignore[arg-type]
     print("| requests | steps | simulated | wall (best) | wall (median) | µs / step |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n, st, sim, best, median in rows:
@@ -74,7 +81,23 @@ def main() -> None:
     print(f"with the API server's loop on (1 ms a request, 0.1 ms a token): {loop_steps:,} "
           f"steps in {loop_best:.3f} s best ({loop_best / rows[1][3]:.2f}× the run without, "
           f"{loop_best / loop_steps * 1e6:.2f} µs / step)")
+    print(f"with speculative decoding (k = 3, α = 0.7): {spec_steps:,} steps in "
+          f"{spec_best:.3f} s best ({spec_best / spec_steps * 1e6:.2f} µs / step)")
+    pooled(sheet, rows[1][0] / rows[1][2] if rows[1][2] else 0.0)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def pooled(sheet, one_rate: float) -> None:  # noqa: ANN001
+    """10,000 requests over 4 replicas, open loop at four times one replica's 64-user rate
+    (each replica about as busy as the run above): round-robin sends without looking, so
+    each engine runs alone; least-outstanding steps every engine to every arrival."""
+    rate = 4 * one_rate
+    for policy in ("round-robin", "least-outstanding"):
+        best, _, run = timed(lambda p=policy: simulate_replicas(
+            sheet, Setup(rate=rate, requests=10_000), 4, p), repeat=3)
+        steps = summarise(run, sheet)["steps"]  # type: ignore[arg-type]
+        print(f"4 replicas, {policy}, {rate:.3g} request/s: {steps:,} steps in {best:.3f} s "
+              f"best ({best / steps * 1e6:.2f} µs / step)")
 
 
 if __name__ == "__main__":

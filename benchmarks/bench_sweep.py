@@ -42,7 +42,7 @@ import polars as pl
 from perfgraph.engine.units import unit
 from perfgraph.output import parquet as export
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import sweep
+from perfgraph.whatif import sweep_axes as sweep
 from perfgraph.whatif.grid import chunks as grid_chunks
 
 AXES = ["concurrency=1..500", "tp=1,2,4,8", "isl=512..256000:+512"]  # 500 x 4 x 500
@@ -380,7 +380,7 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     """(peak RSS in MB, wall seconds) of a fresh process that runs the sweep."""
     # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's (this process
     # holds the 1,000,000-row hand-written columns), and exec does not reset it.
-    code = ("import re, sys; from perfgraph.whatif import sweep; "
+    code = ("import re, sys; from perfgraph.whatif import sweep_axes as sweep; "
             "from perfgraph.scenario.loading import ScenarioSpec; "
             "sweep.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
             "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
@@ -423,7 +423,7 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
 
 #: ``perfgraph`` with the small sweep's Parquet write replaced by nothing (the file is not
 #: written; pyarrow is not imported)
-NO_WRITE = ("import sys; from perfgraph._infra import parquet; "
+NO_WRITE = ("import sys; from perfgraph._infra import parquet_write as parquet; "
             "parquet.write_table = lambda *a, **k: True; "
             "from perfgraph.cli.main import main; sys.argv[0] = 'perfgraph'; sys.exit(main())")
 

@@ -135,7 +135,7 @@ async def _edits_bare(rows: list[str], cells: list[str], rounds: int) -> list[fl
 
 def _row_keys(scenario: Scenario) -> tuple[list[str], list[str]]:
     """The dashboard's row keys (headings and cells), and the cells one edit changes."""
-    from perfgraph.engine.explain import cell_views, grouped
+    from perfgraph.engine.explanation import cell_views, grouped
 
     rows = []
     for group, cells in grouped(cell_views(scenario.sheet)):

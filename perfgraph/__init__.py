@@ -20,6 +20,17 @@ if TYPE_CHECKING:
 __all__ = ["Scenario", "ScenarioSpec", "load"]
 __version__ = "0.1.0"
 
+#: The layers, lowest first: a module imports only its own layer and those before it, and no
+#: modules import in a circle (``tests/test_layers.py`` enforces this; it is stated nowhere
+#: else). A dotted name is a sub-package that is a layer of its own: the simulator
+#: (``whatif.simulate``) sits below the rest of ``whatif`` and below ``measured``, which both
+#: drive it. The CLI launches the dashboard; nothing below imports either. Beside the order,
+#: the adapters (``measured.adapters``) import nothing of perfgraph but ``errors`` and are
+#: imported from ``measured`` up; this ``__init__`` (the public API) may import up to
+#: ``scenario``.
+LAYERS = ("errors", "_infra", "engine", "scenario", "whatif.simulate", "whatif", "measured",
+          "output", "tui", "cli")
+
 
 def __getattr__(name: str) -> Any:
     """``perfgraph.Scenario`` and ``perfgraph.ScenarioSpec``, imported when first asked

@@ -12,7 +12,7 @@ import pytest
 
 from perfgraph.measured.adapters import UnknownFormatError, read_runs
 from perfgraph.measured.adapters.trtllm_docs import model_name
-from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario import ScenarioSpec
 from perfgraph.scenario.loading import load

@@ -17,14 +17,14 @@ import tomlkit
 from perfgraph.cli.main import main
 from perfgraph.errors import InputError
 from perfgraph.measured.adapters import Metric, read_runs
-from perfgraph.measured.calibrate import (
+from perfgraph.measured.calibration import (
     FIT_METRICS,
     STRUCTURE,
     TARGETS,
     calibrate,
     overlay_text,
 )
-from perfgraph.measured.compare import config_columns, like_for_like
+from perfgraph.measured.comparison import config_columns, like_for_like
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.scenario.loading import ScenarioSpec, load
 

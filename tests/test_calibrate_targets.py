@@ -10,7 +10,7 @@ import pytest
 
 from perfgraph.errors import InputError
 from perfgraph.measured.adapters import read_runs
-from perfgraph.measured.calibrate import TARGETS, calibrate
+from perfgraph.measured.calibration import TARGETS, calibrate
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec
 

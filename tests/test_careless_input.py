@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgraph.cli.main import build_parser, main
+from perfgraph.cli.main import COMMANDS, build_parser, main
 from tests.conftest import DATA
 
 MEASURED = DATA / "measured" / "inferencemax_llama70b_fp8"
@@ -115,9 +115,9 @@ def test_plan_refuses_to_write_over_its_scenario_and_has_the_force_it_suggests(
 
 
 def test_force_means_the_same_in_every_command_that_has_it() -> None:
-    parser = build_parser()
     helps = set()
-    for sub in parser._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
+    for command in COMMANDS:
+        sub = build_parser(command)._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
         for action in sub._actions:
             if "--force" in action.option_strings:
                 helps.add(action.help)
@@ -129,7 +129,7 @@ def test_force_means_the_same_in_every_command_that_has_it() -> None:
 
 def test_a_prices_file_with_unknown_names_is_refused_with_near_misses(tmp_path: Path) -> None:
     from perfgraph.errors import ProblemsError
-    from perfgraph.whatif.plan import prices
+    from perfgraph.whatif.plan_search import prices
 
     path = write(tmp_path / "p.toml", "[prices.h100-sx]\nusd_per_gpu_hour = 1.0\n"
                                       "[prices.h200]\nusd_per_gpu_hr = 2\n")
@@ -330,7 +330,7 @@ def test_a_closed_loop_reports_the_sheet_at_its_users() -> None:
 
 def test_compare_auto_with_no_profile_is_held_against_the_roofline(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from perfgraph.measured.compare import compare_runs, reference
+    from perfgraph.measured.comparison import compare_runs, reference
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
     from perfgraph.scenario.loading import ScenarioSpec

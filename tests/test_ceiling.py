@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgraph.measured.adapters import MeasuredFileError, UnknownFormatError, read_runs
-from perfgraph.measured.compare import METRICS, compare_runs
+from perfgraph.measured.comparison import METRICS, compare_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec
 

@@ -19,7 +19,7 @@ import pytest
 
 from perfgraph.cli.main import main
 from perfgraph.measured.adapters import Metric, read_runs
-from perfgraph.measured.compare import compare_runs, median_possible, model_curve, run_points
+from perfgraph.measured.comparison import compare_runs, median_possible, model_curve, run_points
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline, model_slug, precision_hint
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -210,7 +210,7 @@ def test_levers_are_added_when_the_levers_module_exists(monkeypatch):
         seen.append(sheet.magnitude("mbu"))
         return [types.SimpleNamespace(symptom=symptom, lever=lever, effects=(effect,),
                                       error=None)]
-    monkeypatch.setattr("perfgraph.whatif.levers.diagnose", diagnose)
+    monkeypatch.setattr("perfgraph.whatif.lever_advice.diagnose", diagnose)
     c = compared(H100[0])[4]
     lever_found = [f for f in c.findings if f.id == "lever:cuda-graphs"]
     assert lever_found and lever_found[0].effect == "itl 20 ms → 15 ms"
@@ -311,12 +311,12 @@ def test_inferencemax_e2el_is_compared_at_the_implied_osl(h100):
 def test_mbu_under_60_is_said_once(monkeypatch):
     symptom = types.SimpleNamespace(id="mbu_low", title="MBU under 60%")
     lever = types.SimpleNamespace(id="profile", title="Profile first", tradeoff="an afternoon")
-    monkeypatch.setattr("perfgraph.whatif.levers.diagnose",
+    monkeypatch.setattr("perfgraph.whatif.lever_advice.diagnose",
                         lambda sheet: [types.SimpleNamespace(symptom=symptom, lever=lever,
                                                              effects=(), error=None)])
     c = compared(H100[0])[4]
     assert [f.id for f in c.findings] == ["lever:profile"]
-    monkeypatch.setattr("perfgraph.whatif.levers.diagnose", lambda sheet: [])
+    monkeypatch.setattr("perfgraph.whatif.lever_advice.diagnose", lambda sheet: [])
     assert [f.id for f in compared(H100[0])[4].findings] == ["low-mbu"]
 
 

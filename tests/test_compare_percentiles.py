@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from perfgraph.cli.main import main
-from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
-from perfgraph.output.compare import as_json, as_markdown, as_table
+from perfgraph.output.compare_report import as_json, as_markdown, as_table
 from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.lengths import Lengths

@@ -7,7 +7,8 @@ import pytest
 
 from perfgraph.engine.numbers import number
 from perfgraph.scenario.loading import ScenarioSpec
-from perfgraph.whatif import plan, plan_report
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
 from tests.conftest import scenario
 
 SEED_P = "7.00e10"

@@ -20,7 +20,7 @@ from perfgraph.cli.commands.diff import kind_from_keys
 from perfgraph.cli.main import main
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif.diff import MovedResult, diff
+from perfgraph.whatif.scenario_diff import MovedResult, diff
 
 from .conftest import DATA
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan, plan_report
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
 
 GIB = 2**30 / 1e9  # GB per GiB
 

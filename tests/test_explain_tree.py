@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from perfgraph.cli.main import main
-from perfgraph.engine.explain import TreeNode, value_tree
+from perfgraph.engine.explanation import TreeNode, value_tree
 from perfgraph.scenario import ScenarioSpec, load
 
 

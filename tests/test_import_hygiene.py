@@ -55,3 +55,36 @@ def test_the_cli_parser_does_not_import_textual() -> None:
 
 def test_the_probe_sees_textual_when_the_dashboard_is_imported() -> None:
     assert imports_textual("import perfgraph.tui.app")
+
+
+def test_the_command_list_imports_no_command() -> None:
+    """``perfgraph --help`` lists the commands from the table in ``perfgraph.cli.main``:
+    no command's module, and none of NumPy, Polars, Pint or NetworkX, is imported for it."""
+    probe = ("import contextlib, io, sys\nfrom perfgraph.cli.main import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+             "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+             "heavy = ('numpy', 'polars', 'pint', 'networkx', 'perfgraph.cli.commands')\n"
+             "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+             "print('simulate' in out.getvalue())")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "True"]
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    probe = ("import sys\nfrom perfgraph.cli.main import build_parser\nbuild_parser('explain')\n"
+             "print(sorted(m for m in sys.modules if m.startswith('perfgraph.cli.commands.')))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "['perfgraph.cli.commands.explain']"
+
+
+def test_the_dashboard_starts_without_the_comparison_or_the_simulator() -> None:
+    """The measured view imports the comparison when it shows runs, the simulation view the
+    simulator when it first runs: the dashboard's start needs neither."""
+    probe = ("import sys\nimport perfgraph.cli.commands.tui\nimport perfgraph.tui.app\n"
+             "heavy = ('perfgraph.measured.comparison', 'perfgraph.whatif.simulate', 'polars')\n"
+             "print(sorted(m for m in heavy if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "[]"

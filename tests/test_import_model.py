@@ -1,4 +1,5 @@
-"""perfgraph.scenario.import_model: parameter counts from config.json, and the model TOML it writes.
+"""perfgraph.scenario.model_from_config: parameter counts from config.json, and the model TOML
+it writes.
 
 The configs under tests/data/configs/ are the public Hugging Face config.json files of the
 catalog's models (see PROVENANCE.md there). The expected counts are the publishers' own
@@ -18,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from perfgraph.scenario.import_model import ImportModelError, count_params, model_toml
+from perfgraph.scenario.model_from_config import ImportModelError, count_params, model_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "tests" / "data" / "configs"

@@ -19,7 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from perfgraph.scenario.hf_config import attention_kinds
-from perfgraph.scenario.import_model import ImportModelError, count_params, model_toml
+from perfgraph.scenario.model_from_config import ImportModelError, count_params, model_toml
 from tests.test_import_model import ROOT, config  # noqa: E402  (one home for the fixtures)
 
 # Llama 4, by hand from the config and transformers' modeling_llama4 (Llama4TextMoe: router,

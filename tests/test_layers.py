@@ -1,11 +1,10 @@
-"""The layers: each package imports only those before it, and no modules import in a circle.
+"""The layers: each imports only those before it, and no modules import in a circle.
 
-``errors < _infra < engine < scenario < whatif < measured < output < tui < cli`` (the CLI
-launches the dashboard; nothing below imports either), the adapters import nothing of perfgraph
-but ``errors``, and the package's ``__init__`` (the public API) may import the scenario layer.
-Every import counts, also those inside functions; only ``if TYPE_CHECKING:`` blocks are left
-out of the cycle check (they never run). The checks are functions of a source tree, so the
-tests below also run them on a small tree with deliberately wrong imports, to show they fail.
+The order, and the rules beside it, are stated once, in :data:`perfgraph.LAYERS`; this file
+reads it from there. Every import counts, also those inside functions; only
+``if TYPE_CHECKING:`` blocks are left out of the cycle check (they never run). The checks are
+functions of a source tree, so the tests below also run them on a small tree with
+deliberately wrong imports, to show they fail.
 """
 
 from __future__ import annotations
@@ -15,9 +14,12 @@ from pathlib import Path
 
 import networkx as nx
 
+from perfgraph import LAYERS
+
 ROOT = Path(__file__).resolve().parent.parent / "perfgraph"
-ORDER = ("errors", "_infra", "engine", "scenario", "whatif", "measured", "output", "tui", "cli")
+ORDER = LAYERS
 ADAPTERS = "measured.adapters"
+API = ORDER[: ORDER.index("scenario") + 1]  # what the package's __init__ may import
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -69,10 +71,13 @@ def imports(path: Path, name: str, known: set[str],
 
 
 def layer(module: str) -> str:
-    """The layer of ``perfgraph.X…``: X, or ``measured.adapters`` for an adapter."""
+    """The layer of ``perfgraph.X…``: the longest of :data:`ORDER` (or ``measured.adapters``)
+    that the module is in, so ``perfgraph.whatif.simulate.engine`` is in ``whatif.simulate``."""
     parts = module.split(".")[1:]
-    if parts[:2] == ["measured", "adapters"]:
-        return ADAPTERS
+    for size in range(len(parts), 0, -1):
+        name = ".".join(parts[:size])
+        if name in ORDER or name == ADAPTERS:
+            return name
     return parts[0] if parts else ""
 
 
@@ -83,7 +88,7 @@ def _rank(layer_name: str) -> int:
 def allowed(importer: str, imported: str) -> bool:
     here, there = layer(importer), layer(imported)
     if here == "":                       # perfgraph/__init__.py: the public API
-        return there in ORDER[:4]
+        return there in API
     if there == "":
         return False                     # below the API nothing imports the package itself
     if here == ADAPTERS:
@@ -131,7 +136,17 @@ def test_no_modules_import_in_a_circle() -> None:
 
 def test_the_package_is_laid_out_in_the_layers() -> None:
     folders = {p.name for p in ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert folders == set(ORDER) - {"errors"}
+    assert folders == {name for name in ORDER if "." not in name} - {"errors"}
+    assert all((ROOT / name.replace(".", "/")).is_dir() for name in ORDER if "." in name)
+
+
+def test_the_simulator_is_a_layer_below_whatif_and_measured() -> None:
+    assert layer("perfgraph.whatif.simulate.engine") == "whatif.simulate"
+    assert layer("perfgraph.whatif.plan_search") == "whatif"
+    assert allowed("perfgraph.whatif.plan_search", "perfgraph.whatif.simulate.engine")
+    assert allowed("perfgraph.measured.percentiles", "perfgraph.whatif.simulate")
+    assert not allowed("perfgraph.whatif.simulate.engine", "perfgraph.whatif.grid")
+    assert not allowed("perfgraph.whatif.simulate", "perfgraph.measured.reading")
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -13,7 +13,7 @@ from perfgraph.cli.main import main
 from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.whatif import levers
+from perfgraph.whatif import lever_advice as levers
 from perfgraph.whatif.playbook import STAGES, Lever, check, load_playbook
 from tests.conftest import DATA, scenario
 

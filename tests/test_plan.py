@@ -13,7 +13,9 @@ from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan, plan_report, sweep
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
+from perfgraph.whatif import sweep_axes as sweep
 
 SPEC = ScenarioSpec(model="llama-3.3-70b", workload="chat-1k1k")
 SEARCH = ("hardware=h100-sxm,h200", "precision=fp8", "tp=1,2,4", "pp=1",

@@ -15,7 +15,9 @@ from perfgraph.engine.declarations import Declaration
 from perfgraph.engine.formula import parse
 from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec
-from perfgraph.whatif import grid, plan, sweep
+from perfgraph.whatif import grid
+from perfgraph.whatif import plan_search as plan
+from perfgraph.whatif import sweep_axes as sweep
 
 SPEC = ScenarioSpec(model="llama-3.3-70b", workload="chat-1k1k")
 SEARCH = ("engine=vllm,sglang", "hardware=h200,b200,a100-80gb", "tp=1,2,4", "pp=1,2",

@@ -13,6 +13,8 @@ from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate.cluster import simulate_replicas
+from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.summary import summarise
 
 #: a small space: H100 at TP2 or TP4, two batches (rows 0-3 of the search)
@@ -83,8 +85,10 @@ def test_the_answer_re_simulates_to_what_it_says(capsys):
                                                                       "concurrency")))
     sheet = load(spec).sheet
     budget = int(sheet.magnitude("max_num_batched_tokens", "token"))  # the engine's, 8192
-    run = simulate(sheet, Setup(rate=4 / replicas, requests=300, scheduler="vllm",
-                                token_budget=budget))
+    setup = Setup(rate=4, requests=300, scheduler="vllm", token_budget=budget)
+    # the whole deployment: its replicas behind the least-outstanding router
+    run = (simulate_replicas(sheet, setup, int(replicas), "least-outstanding")
+           if replicas > 1 else simulate(sheet, setup))
     latency = summarise(run, sheet)["latency"]
     again = {"ttft.p99": latency["ttft"][1]["p99"], "itl.p99": latency["itl"][1]["p99"]}
     assert again == pytest.approx(chosen["percentiles"])
@@ -114,3 +118,24 @@ def test_the_ray_path_gives_the_same_answer():
                                                                ("concurrency", "16"))),
                    Setup(rate=2.0, requests=200), 1)]
     assert pp.run_jobs(jobs, slos, ray_address="local") == pp.run_jobs(jobs, slos, workers=1)
+
+
+@pytest.mark.parametrize(("replicas", "pools"), [(2, None), (1, (1, 2))])
+def test_a_candidate_is_simulated_whole_replicas_or_pools(replicas, pools):
+    # the job simulates the deployment it stands for: its replicas behind the router, or a
+    # disaggregated one's two pools; its re-run line says so
+    slos = (pp.PercentileSlo("ttft", "p99", 5000.0, "ttft.p99=5s"),)
+    spec = ScenarioSpec(sets=(("concurrency", "16"),
+                              ("disaggregated", "1" if pools else "0")))
+    setup = Setup(rate=3.0, requests=60)
+    job = pp.Job(0, spec, setup, replicas, pools)
+    got = pp.simulate_job(job, slos)
+    sheet = load(spec).sheet
+    run = (simulate_disagg(sheet, sheet, setup, Pools(1, 2, "least-outstanding")) if pools
+           else simulate_replicas(sheet, setup, 2, "least-outstanding"))
+    want = summarise(run, sheet)["latency"]["ttft"][1]["p99"]
+    assert got.values["ttft.p99"] == pytest.approx(want) and got.meets
+    line = pp.simulate_line(job)
+    assert ("--disagg --prefill-replicas 1 --decode-replicas 2" in line if pools
+            else "--replicas 2 --router least-outstanding" in line)
+    assert "--rate '3 request/s'" in line

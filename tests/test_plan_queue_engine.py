@@ -15,7 +15,9 @@ from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan, plan_report, sweep
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
+from perfgraph.whatif import sweep_axes as sweep
 
 # Long prompts on one tp=8 H200 replica: prefill takes ~73 ms of compute per prompt, so at
 # 10 request/s one replica is ρ ≈ 73% busy prefilling and its prompts queue.

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from perfgraph.cli.main import main  # noqa: E402
-from perfgraph.measured.compare import compare_runs  # noqa: E402
+from perfgraph.measured.comparison import compare_runs  # noqa: E402
 from perfgraph.measured.reading import read_measured  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.output import chart_data, charts  # noqa: E402
@@ -107,8 +107,8 @@ def test_relative_is_percent_of_possible(comparisons) -> None:
 
 def test_roofline_has_the_ridge_and_the_scenarios_points() -> None:
     sheet = load().sheet
-    data = chart_data.roofline(sheet)
-    fig = charts.roofline(data.roof, data.ridge, data.points, title="t", x_unit="FLOP/B",
+    data = chart_data.roofline_data(sheet)
+    fig = charts.roofline_figure(data.roof, data.ridge, data.points, title="t", x_unit="FLOP/B",
                           y_unit="TFLOP/s")
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"

@@ -197,7 +197,7 @@ def test_a_narrow_spread_is_drawn_narrow() -> None:
 
 
 def test_measured_runs_are_coloured_by_gpu_and_marked_by_tp(capsys) -> None:
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
     from perfgraph.scenario.loading import ScenarioSpec

@@ -310,7 +310,7 @@ def test_explain_without_calibration_says_roofline(capsys) -> None:
 
 
 def test_compare_notes_each_run_with_its_own_verdict(fixture: str) -> None:
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
 

@@ -8,7 +8,7 @@ import pytest
 
 from perfgraph._infra import tomlfile
 from perfgraph.cli.main import main
-from perfgraph.measured.calibrate import TARGETS
+from perfgraph.measured.calibration import TARGETS
 from perfgraph.scenario import ScenarioSpec, load
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.profiles import PROFILES_DIR, find_profile
@@ -70,7 +70,7 @@ def test_compare_holds_each_run_against_the_roofline_and_the_prediction() -> Non
     from pathlib import Path
 
     from perfgraph.measured.adapters import read_runs
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.setup import Baseline
 
     runs = read_runs(Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8"
@@ -95,7 +95,7 @@ def test_a_run_well_below_its_prediction_names_the_term_that_grew() -> None:
     from pathlib import Path
 
     from perfgraph.measured.adapters import read_runs
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.findings import PREDICTED_TPOT_FACTOR, STEP_TERMS
     from perfgraph.measured.setup import Baseline
 

@@ -13,7 +13,7 @@ import pytest
 from perfgraph._infra import tomlfile
 from perfgraph.cli.main import main
 from perfgraph.measured.adapters import read_runs
-from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario import ScenarioSpec, load
 from perfgraph.scenario.profiles import PROFILES_DIR, find_profile

@@ -7,12 +7,18 @@ attention, the simulated output throughput and mean TPOT agree with the sheet's
 ``throughput`` and ``itl`` within 1%. (Measured over the whole catalog when this was
 written: 0.5% at most, the MLA and sparse-MoE models the furthest; a few hundred requests
 are not yet steady, hence 2,048.)
+
+One exception, by mechanism: a sparse MoE under PP, where each microbatch reads the experts
+its own tokens touch. 1 − (1 − k/E)^T is concave in T, and the sheet evaluates it at the mean
+step's tokens where the simulation evaluates each step's own, so the simulated mean step is
+shorter (Jensen): Llama 4 Maverick (top 1 of 128) at TP4 × PP2 has TPOT 1.4% below the
+sheet's. Such a case is held to 2%; the examples are drawn the same way every run.
 """
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from perfgraph.scenario.catalog import catalog_names
@@ -28,8 +34,10 @@ PARALLELISMS = {
 STEADY = (("prefill_in_step", "true"), ("prefill_chunk_steps", "true"))
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
 @given(st.sampled_from(catalog_names("model")), st.sampled_from(sorted(PARALLELISMS)))
+@example(model="llama-4-maverick", parallelism="tp+pp")  # the concave case named above
 def test_closed_loop_throughput_and_tpot_are_the_sheets(model: str, parallelism: str) -> None:
     sheet = load(ScenarioSpec(model=model, hardware="b200", precision="fp8",
                               sets=PARALLELISMS[parallelism] + STEADY)).sheet
@@ -39,4 +47,6 @@ def test_closed_loop_throughput_and_tpot_are_the_sheets(model: str, parallelism:
     s = summarise(run, sheet)
     assert run.complete and s["preemptions"] == 0
     assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.01)
+    jensen = sheet.magnitude("pp") > 1 and sheet.magnitude("n_routed_experts") > 0
+    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"),
+                                                            rel=0.02 if jensen else 0.01)

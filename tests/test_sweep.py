@@ -21,7 +21,7 @@ from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
 from perfgraph.output import parquet as export
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import sweep
+from perfgraph.whatif import sweep_axes as sweep
 
 from .conftest import DATA
 

@@ -9,9 +9,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from perfgraph._infra import parquet
+from perfgraph._infra import parquet_write as parquet
 from perfgraph.scenario.loading import ScenarioSpec
-from perfgraph.whatif import sweep
+from perfgraph.whatif import sweep_axes as sweep
 
 
 def test_a_small_sweep_file_is_the_streamed_one(tmp_path: Path,

@@ -20,11 +20,11 @@ from textual.widgets import Input, OptionList, TabbedContent
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import quantity
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.tui import curves
+from perfgraph.tui import plot_data as curves
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.screens.help import HelpScreen
-from perfgraph.tui.views import VIEWS
+from perfgraph.tui.view_registry import VIEWS
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.explain_panel import ExplainPanel
 
@@ -315,7 +315,7 @@ def test_save_as_writes_a_new_scenario_file(tmp_path: Path) -> None:
 
 
 def test_apply_a_lever_and_undo_it() -> None:
-    levers = pytest.importorskip("perfgraph.whatif.levers")
+    levers = pytest.importorskip("perfgraph.whatif.lever_advice")
     scenario: Scenario = load()
     advice = [a for a in levers.diagnose(scenario.sheet.fork()) if a.error is None]
     assert advice, "the default scenario has at least one applicable lever"
@@ -348,7 +348,7 @@ def test_apply_a_lever_and_undo_it() -> None:
 # ---------------------------------------------------------------------- plots' data
 def test_the_roofline_is_the_sheets_roof_with_the_scenario_on_it() -> None:
     sheet = load(ScenarioSpec(precision="bf16")).sheet
-    roof = curves.roofline(sheet)
+    roof = curves.dashboard_roofline(sheet)
     # llm-inference-performance: 989 TFLOP/s ÷ 3.35 TB/s ≈ 295 FLOP/B on an H100 in BF16
     assert round(roof.ridge) == 295
     peak, bandwidth = sheet.magnitude("peak_flops", "TFLOP/s"), sheet.magnitude(
@@ -520,7 +520,8 @@ def test_every_view_has_the_protocols_members_and_its_own_key() -> None:
 
 def test_a_hidden_view_is_not_recomputed_by_an_edit(monkeypatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(curves, "roofline", lambda sheet, real=curves.roofline: (
+    real = curves.dashboard_roofline
+    monkeypatch.setattr(curves, "dashboard_roofline", lambda sheet: (
         calls.append("roofline"), real(sheet))[1])
     app = make_app(load())
 

@@ -20,7 +20,7 @@ from perfgraph.measured.curves import MeasuredView, measured_view
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.tui.app import NARROW, PerfgraphApp, make_app
 from perfgraph.tui.screens.help import HELP, HelpScreen
-from perfgraph.tui.views import VIEWS
+from perfgraph.tui.view_registry import VIEWS
 from perfgraph.tui.widgets.chart import MIN_HEIGHT, Chart
 from tests import test_tui as base
 from tests import test_tui_views as views_tests

@@ -1,7 +1,7 @@
 """The dashboard's plan and simulation views, driven under Textual's Pilot, and their snapshots.
 
 Each view's numbers are held to the command it runs: the plan view's frontier and best plan
-to ``perfgraph.whatif.plan`` for the same question and space, the simulation view's p50 and
+to ``perfgraph.whatif.plan_search`` for the same question and space, the simulation view's p50 and
 p99 to ``perfgraph.whatif.simulate`` for the same seed and request count.
 """
 
@@ -21,7 +21,8 @@ from perfgraph.tui import planning, simulation
 from perfgraph.tui.app import PerfgraphApp, make_app
 from perfgraph.tui.planning import PlanAnswer
 from perfgraph.tui.simulation import SimAnswer
-from perfgraph.whatif import plan, plan_report
+from perfgraph.whatif import plan_report
+from perfgraph.whatif import plan_search as plan
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.summary import summarise
 from tests import test_tui as base

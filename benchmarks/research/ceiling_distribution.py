@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfgraph.errors import MeasuredFileError  # noqa: E402
 from perfgraph.measured.adapters import read_runs  # noqa: E402
-from perfgraph.measured.compare import compare_runs  # noqa: E402
+from perfgraph.measured.comparison import compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
 from tests.test_ceiling import DATA, OPTIONS, _files  # noqa: E402

@@ -47,7 +47,7 @@ What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run
   (04_tp4_pp2_IB, inf: apart from every replayed run) for the V0 runs (``fit-all``: for
   every run); ``off``: no front end.
 
-The fit is ``perfgraph.measured.calibrate.calibrate`` on the fitted runs (both
+The fit is ``perfgraph.measured.calibration.calibrate`` on the fitted runs (both
 configurations), its overlay written with ``overlay_text`` and loaded as ``--calibration``.
 Prints Markdown tables; asserts nothing.
 """
@@ -63,8 +63,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from perfgraph.measured.calibrate import calibrate, overlay_text
-from perfgraph.measured.compare import Comparison, compare_runs
+from perfgraph.measured.calibration import calibrate, overlay_text
+from perfgraph.measured.comparison import Comparison, compare_runs
 from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline

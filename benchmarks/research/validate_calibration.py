@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 from perfgraph._infra.atomic import write_text_atomic  # noqa: E402
 from perfgraph.measured import bands  # noqa: E402
 from perfgraph.measured.adapters import MeasuredRun, read_runs  # noqa: E402
-from perfgraph.measured.calibrate import Fit, MetricError, calibrate, overlay_text  # noqa: E402
-from perfgraph.measured.compare import Comparison, compare_runs  # noqa: E402
+from perfgraph.measured.calibration import Fit, MetricError, calibrate, overlay_text  # noqa: E402
+from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
 from perfgraph.measured.targets import FIT_METRICS  # noqa: E402

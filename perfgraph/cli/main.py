@@ -3,7 +3,8 @@
 A command module has ``register(subparsers)`` (its parser, with ``func`` set to its ``run``)
 and ``run(args) -> int``. Bad input of any kind is a PerfgraphError: one line on stderr, exit 2.
 Only the module of the command being run is imported (so ``perfgraph eval`` never loads
-Polars for ``compare``); ``perfgraph --help`` and an unknown command import them all.
+Polars for ``compare``); ``perfgraph --help`` and an unknown command import none: they list
+:data:`COMMANDS`, each command's one-line help, from the table here.
 
 Ctrl-C, SIGTERM and SIGHUP become exceptions, promptly even inside Polars
 (:class:`SignalGuard`), so that a file being written is removed (``perfgraph._infra.atomic``);
@@ -22,25 +23,42 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from perfgraph._infra.atomic import INPUTS, INTERRUPTS
 from perfgraph.errors import PerfgraphError
 
-#: Command name → its module, in the order ``perfgraph --help`` lists them.
+
+class Command(NamedTuple):
+    """A command's module (imported only when the command runs) and its line in ``--help``."""
+
+    module: str
+    help: str
+
+
+#: Command name → its module and help, in the order ``perfgraph --help`` lists them.
 COMMANDS = {
-    "eval": "perfgraph.cli.commands.evaluate",
-    "explain": "perfgraph.cli.commands.explain",
-    "levers": "perfgraph.cli.commands.levers",
-    "tui": "perfgraph.cli.commands.tui",
-    "import-model": "perfgraph.cli.commands.import_model",
-    "compare": "perfgraph.cli.commands.compare",
-    "calibrate": "perfgraph.cli.commands.calibrate",
-    "sweep": "perfgraph.cli.commands.sweep",
-    "diff": "perfgraph.cli.commands.diff",
-    "simulate": "perfgraph.cli.commands.simulate",
-    "plan": "perfgraph.cli.commands.plan",
-    "plot": "perfgraph.cli.commands.plot",
-    "web": "perfgraph.cli.commands.web",
+    "eval": Command("perfgraph.cli.commands.evaluate", "evaluate a scenario and print its cells"),
+    "explain": Command("perfgraph.cli.commands.explain", "show how a cell is computed"),
+    "levers": Command("perfgraph.cli.commands.levers",
+                      "list the symptoms that hold and what each lever would do"),
+    "tui": Command("perfgraph.cli.commands.tui", "explore a scenario in a live dashboard"),
+    "import-model": Command("perfgraph.cli.commands.import_model",
+                            "write a model TOML from a config.json"),
+    "compare": Command("perfgraph.cli.commands.compare",
+                       "hold measured runs against the model (%% of possible, MFU, MBU)"),
+    "calibrate": Command("perfgraph.cli.commands.calibrate",
+                         "fit efficiency inputs to measured runs; write a --calibration file"),
+    "sweep": Command("perfgraph.cli.commands.sweep",
+                     "evaluate a scenario over the product of axes (Parquet)"),
+    "diff": Command("perfgraph.cli.commands.diff",
+                    "compare two scenarios: changed inputs, moved results, and why"),
+    "simulate": Command("perfgraph.cli.commands.simulate",
+                        "simulate serving requests, step by step, on the sheet"),
+    "plan": Command("perfgraph.cli.commands.plan",
+                    "search deployments for the cheapest that meets SLOs"),
+    "plot": Command("perfgraph.cli.commands.plot", "draw a scenario's charts to SVG or PNG"),
+    "web": Command("perfgraph.cli.commands.web", "serve the dashboard to a web browser"),
 }
 #: Signals turned into :class:`Interrupted` while a command runs (SIGINT is Python's own
 #: KeyboardInterrupt already). One the parent set to be ignored (``nohup``) stays ignored.
@@ -137,16 +155,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser with every command, or only ``command``'s when it names one."""
+    """The parser of ``command`` with all its options (its module imported), or, when it
+    names none, of every command by name and help only (``perfgraph --help``; none of their
+    modules is imported, and none of them can be run from it)."""
     parser = _Parser(prog="perfgraph",
                      description="A spreadsheet-style model of LLM inference performance.")
     parser.add_argument("--version", action="version",
                         version=f"perfgraph {importlib.import_module('perfgraph').__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    wanted = [command] if command in COMMANDS else list(COMMANDS)
-    for name in wanted:
-        importlib.import_module(COMMANDS[name]).register(sub)
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command].module).register(sub)
+        return parser
+    for name, (_, help_line) in COMMANDS.items():
+        sub.add_parser(name, help=help_line)
     return parser
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
-from perfgraph.engine.evaluate import Value, run
+from perfgraph.engine.evaluator import Value, run
 from perfgraph.engine.formula import Fn, check_names
 from perfgraph.engine.graph import Plans, Step, find_cycle, reach, topological
 from perfgraph.errors import (

@@ -1,4 +1,4 @@
-"""What one measured run is modelled at (``Setup``) and what the scenario options say
+"""What one measured run is modelled at (``RunSetup``) and what the scenario options say
 (``Baseline``): the records ``perfgraph.measured.setup`` fills in, and the sheet cells they set."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _CELL_FOR = {"decode_tp": "tp"}
 
 
 @dataclass(frozen=True)
-class Setup:
+class RunSetup:
     """The model's configuration for one run: catalog names, serving inputs, and notes saying
     where each came from. ``error`` says why the run cannot be modelled (then the rest may be
     None)."""

@@ -8,8 +8,9 @@
 A run is drawn against the model at its own configuration (model, hardware, precision, TP,
 ISL, OSL: the ones ``perfgraph compare`` holds it against), never against whatever scenario
 is open, so a TP=8 row is not read off a TP=2 curve. Each line's curves are the whole sheet
-evaluated once over a column of concurrencies (:func:`perfgraph.measured.compare.model_curve`); the
-points are :func:`perfgraph.measured.compare.run_points`. Nothing here imports textual.
+evaluated once over a column of concurrencies
+(:func:`perfgraph.measured.comparison.model_curve`); the points are
+:func:`perfgraph.measured.comparison.run_points`. Nothing here imports textual.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
-from perfgraph.measured.compare import Comparison, compare_runs, model_curve, run_points
+from perfgraph.measured.comparison import Comparison, compare_runs, model_curve, run_points
 from perfgraph.measured.reading import Measured, read_measured
-from perfgraph.measured.setup import Baseline, Setup
+from perfgraph.measured.setup import Baseline, RunSetup
 from perfgraph.scenario.loading import ScenarioSpec, load
 
 #: Points on each model curve, spaced evenly in log concurrency.
@@ -36,9 +37,10 @@ CURVE_POINTS = 48
 class MeasuredLine:
     """The runs measured at one configuration, and the model's curves at it.
 
-    ``model`` is :func:`~perfgraph.measured.compare.model_curve` over a concurrency grid that spans
-    the runs; ``points`` is :func:`~perfgraph.measured.compare.run_points` of the runs (measured
-    output tokens/s and TPOT, like for like with the model's ``throughput`` and ``itl``).
+    ``model`` is :func:`~perfgraph.measured.comparison.model_curve` over a concurrency grid
+    that spans the runs; ``points`` is :func:`~perfgraph.measured.comparison.run_points` of
+    the runs (measured output tokens/s and TPOT, like for like with the model's
+    ``throughput`` and ``itl``).
     """
 
     label: str
@@ -55,10 +57,10 @@ LENGTH_TOLERANCE = 0.05
 
 @dataclass
 class _Group:
-    setup: Setup
+    setup: RunSetup
     runs: list[Comparison]
 
-    def takes(self, setup: Setup) -> bool:
+    def takes(self, setup: RunSetup) -> bool:
         mine = self.setup
         return (mine.model, mine.hardware, mine.precision, mine.tp) == \
             (setup.model, setup.hardware, setup.precision, setup.tp) and all(
@@ -78,7 +80,7 @@ def _near(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= LENGTH_TOLERANCE * max(abs(a), abs(b))
 
 
-def line_label(setup: Setup, isl: float, osl: float, exact: bool = True) -> str:
+def line_label(setup: RunSetup, isl: float, osl: float, exact: bool = True) -> str:
     def slug(text: str | None) -> str:
         return (text or "?").rsplit("/", 1)[-1].removesuffix(".toml")
 

@@ -4,7 +4,7 @@
 Symptoms read off a comparison: TTFT far above the roofline prefill (requests queued), a p99
 ITL far above the median (head-of-line blocking), MBU under the seed's healthy 60%, and a run
 that beats the roofline (the definitions or the inputs differ).  The symptoms and levers of
-:mod:`perfgraph.whatif.levers` for the run's configuration (with the measured MBU pinned) are
+:mod:`perfgraph.whatif.lever_advice` for the run's configuration (with the measured MBU pinned) are
 added, each lever's effect computed by that module on a fork of the sheet; where that advice
 covers a symptom found here too (``SAME_SYMPTOM``: MBU under 60%), only the levers module's
 advice is kept, so that each symptom is said once.
@@ -21,11 +21,11 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.whatif import levers
+from perfgraph.whatif import lever_advice as levers
 
 if TYPE_CHECKING:
     from perfgraph.measured.metrics import MetricComparison
-    from perfgraph.measured.setup import Setup
+    from perfgraph.measured.setup import RunSetup
 
 #: TTFT above this many times the roofline prefill, and in the seconds (over this floor, in
 #: ms): the request waited before its prefill. Under the floor, fixed per-request costs (HTTP,
@@ -88,7 +88,7 @@ class Finding:
     symptom: str | None = None  # the levers module's symptom id, for its advice
 
 
-def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison],
+def findings(run: MeasuredRun, setup: RunSetup, metrics: Sequence[MetricComparison],
              mbu: float | None, headroom: float | None,
              sheet: Sheet | None = None,
              terms: dict[str, float] | None = None) -> tuple[Finding, ...]:
@@ -106,7 +106,7 @@ def findings(run: MeasuredRun, setup: Setup, metrics: Sequence[MetricComparison]
     return tuple(out)
 
 
-def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
+def _queued(m: MetricComparison | None, setup: RunSetup) -> Finding | None:
     # ratio is None whenever measured or modelled is; the explicit checks narrow for mypy
     if m is None or m.measured is None or m.modelled is None or m.ratio is None \
             or m.ratio < QUEUED_TTFT_FACTOR or m.measured < QUEUED_TTFT_FLOOR_MS:
@@ -116,7 +116,7 @@ def _queued(m: MetricComparison | None, setup: Setup) -> Finding | None:
                     f"{number(setup.concurrency or 0)}: requests queued before their prefill")
 
 
-def _slower_than_predicted(m: MetricComparison | None, setup: Setup,
+def _slower_than_predicted(m: MetricComparison | None, setup: RunSetup,
                            terms: dict[str, float]) -> Finding | None:
     """TPOT well above the calibrated prediction: name the largest part of the predicted step
     beyond the weights' GEMMs, the likeliest place the run lost more than the model says."""
@@ -174,8 +174,8 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{number(100 * x, 3)}%"
 
 
-def model_levers(sheet: Sheet, setup: Setup, mbu: float | None) -> list[Finding]:
-    """``perfgraph.whatif.levers``' advice for the run's configuration, its MBU pinned."""
+def model_levers(sheet: Sheet, setup: RunSetup, mbu: float | None) -> list[Finding]:
+    """``perfgraph.whatif.lever_advice``' advice for the run's configuration, its MBU pinned."""
     fork = sheet.fork()
     try:
         for name in ("tp", "concurrency", "isl", "osl"):

@@ -30,11 +30,10 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.adapters.records import PerRequest
-from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup
+from perfgraph.measured.setup import CONFIG_CELLS, Baseline, RunSetup
 from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Run as SimRun
-from perfgraph.whatif.simulate import Setup as SimSetup
-from perfgraph.whatif.simulate import simulate
+from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.lengths import Lengths
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -90,7 +89,7 @@ def lengths_of(run: MeasuredRun) -> Lengths:
                    source=Path(run.source).name)
 
 
-def sim_setup(run: MeasuredRun, sheet: Sheet, seed: int = SEED) -> SimSetup:
+def sim_setup(run: MeasuredRun, sheet: Sheet, seed: int = SEED) -> Setup:
     """How ``simulate`` replays the run: its lengths and arrival pattern, the engine's
     limits from the sheet."""
     names = set(sheet.names)
@@ -101,11 +100,11 @@ def sim_setup(run: MeasuredRun, sheet: Sheet, seed: int = SEED) -> SimSetup:
     if run.concurrency is not None and (run.request_rate is None
                                         or math.isinf(run.request_rate)):
         users = max(1, math.floor(run.concurrency))
-    return SimSetup(users=users, lengths="FILE", seed=seed, warmup=0, token_budget=budget,
-                    max_seqs=seqs, given=lengths_of(run))
+    return Setup(users=users, lengths="FILE", seed=seed, warmup=0, token_budget=budget,
+                 max_seqs=seqs, given=lengths_of(run))
 
 
-def arrivals_said(run: MeasuredRun, setup: SimSetup) -> str:
+def arrivals_said(run: MeasuredRun, setup: Setup) -> str:
     n = len(run.per_request.isl) if run.per_request else 0
     if setup.users:
         return f"{n} requests, closed loop of {setup.users} users"
@@ -118,7 +117,7 @@ def arrivals_said(run: MeasuredRun, setup: SimSetup) -> str:
 
 
 def simulated(run: MeasuredRun, sheet: Sheet, seed: int = SEED,
-              ) -> tuple[SimRun, dict, SimSetup]:
+              ) -> tuple[SimRun, dict, Setup]:
     """The simulation of the run's own requests on ``sheet``, and its summary."""
     setup = sim_setup(run, sheet, seed)
     result = simulate(sheet, setup)
@@ -156,7 +155,7 @@ class Sheets:
         self.base = base
         self._loaded: dict[tuple, tuple[Sheet, str]] = {}
 
-    def __call__(self, setup: Setup) -> tuple[Sheet, str]:
+    def __call__(self, setup: RunSetup) -> tuple[Sheet, str]:
         got = self._loaded.get(setup.group)
         if got is None:
             scenario = load(setup.spec(self.base.spec))
@@ -167,7 +166,7 @@ class Sheets:
         return sheet, got[1]
 
 
-def percentiles_for(run: MeasuredRun, setup: Setup, sheets: Sheets,
+def percentiles_for(run: MeasuredRun, setup: RunSetup, sheets: Sheets,
                     seed: int = SEED) -> Percentiles | None:
     """The run's percentiles (None without a per-request record)."""
     if run.per_request is None:

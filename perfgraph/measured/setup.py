@@ -43,7 +43,7 @@ from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exporte
     MEASURED,
     OPTIONS,
     Baseline,
-    Setup,
+    RunSetup,
 )
 from perfgraph.scenario.catalog import catalog_names, hardware_aliases, load_entry
 from perfgraph.scenario.loading import engine_entry, engine_names, precisions
@@ -117,7 +117,7 @@ def precision_hint(text: str | None) -> str | None:
     return next((p for pattern, p in _PRECISION_HINTS if re.search(pattern, lowered)), None)
 
 
-def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
+def setup_run(run: MeasuredRun, base: Baseline) -> RunSetup:
     notes: list[str] = []
     try:
         model = _model(run, base, notes)
@@ -129,17 +129,17 @@ def setup_run(run: MeasuredRun, base: Baseline) -> Setup:
         concurrency, conc_source = _concurrency(run, base, notes)
         engine = _engine(run, base, notes)
     except _Refused as exc:
-        return Setup(None, None, None, None, None, None, None, tuple(notes), str(exc))
+        return RunSetup(None, None, None, None, None, None, None, tuple(notes), str(exc))
     if base.spec.calibration:
         notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
                      "roofline, 'vs predicted' against the calibrated model")
     osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
     deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes)
     e2el_osl = _e2el_osl(run, osl, osl_source, notes)
-    return Setup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
-                 isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
-                 osl_source=osl_source, e2el_osl=e2el_osl,
-                 concurrency_source=conc_source, engine=engine, deployment=deployment)
+    return RunSetup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
+                    isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
+                    osl_source=osl_source, e2el_osl=e2el_osl,
+                    concurrency_source=conc_source, engine=engine, deployment=deployment)
 
 
 def _source(measured: float | None, expected: float | None, configured: float | None) -> str:
@@ -370,12 +370,12 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
     return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"
 
 
-def config_columns(setups: Sequence[Setup]) -> dict[str, np.ndarray]:
+def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:
     return {name: np.array([getattr(s, name) for s in setups], dtype=float)
             for name in CONFIG_CELLS}
 
 
-def at_capacity(sheet: Sheet, setups: Sequence[Setup]) -> list[Setup]:
+def at_capacity(sheet: Sheet, setups: Sequence[RunSetup]) -> list[RunSetup]:
     """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
     own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
     setups = list(setups)

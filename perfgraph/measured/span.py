@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from perfgraph.measured.compare import Comparison
+from perfgraph.measured.comparison import Comparison
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario import domain
 from perfgraph.scenario.loading import load

@@ -15,7 +15,7 @@ from perfgraph.scenario.loading import engine_entry
 
 if TYPE_CHECKING:
     from perfgraph.engine.sheet import Sheet
-    from perfgraph.measured.compare import Comparison
+    from perfgraph.measured.comparison import Comparison
     from perfgraph.measured.setup import Baseline
 
 

@@ -7,7 +7,7 @@ import io
 import json
 from collections.abc import Iterable, Mapping
 
-from perfgraph.engine.explain import grouped
+from perfgraph.engine.explanation import grouped
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView
 

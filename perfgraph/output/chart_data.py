@@ -1,6 +1,6 @@
 """The data behind ``perfgraph plot``: the sheet evaluated over a column of concurrencies or
 TPs (``Sheet.evaluate_columns``, each formula once), measured runs compared with the model
-at their own configuration (``perfgraph.measured.compare``), turned into :class:`charts.Series`.
+at their own configuration (``perfgraph.measured.comparison``), turned into :class:`charts.Series`.
 
 Everything is in the units of :data:`charts.METRICS`: throughput as output tokens/s per GPU,
 E2E latency in s, TTFT and ITL (the mean TPOT) in ms. A measured run's relative figure is
@@ -19,7 +19,7 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.measured.compare import Comparison, config_columns, in_unit
+from perfgraph.measured.comparison import Comparison, config_columns, in_unit
 from perfgraph.measured.curves import concurrency_grid
 from perfgraph.measured.setup import Baseline
 from perfgraph.output.charts import Series
@@ -244,7 +244,7 @@ class RooflineData:
     y_unit: str
 
 
-def roofline(sheet: Sheet, also: Sequence[float] = ()) -> RooflineData:
+def roofline_data(sheet: Sheet, also: Sequence[float] = ()) -> RooflineData:
     """One GPU's roof (the sheet's own ``attainable_flops`` over a column of intensities),
     its ridge, and the scenario's prefill and decode points on it; the roof spans ``also``
     (measured runs' intensities) too."""
@@ -326,7 +326,7 @@ def _roofs_and_runs(found: Mapping[str, _OnRoof], scale: float, scenario: Sheet 
             others += 1
             dark, light = ROOF_COLOURS[others % len(ROOF_COLOURS)]
             xs = [x for x, _ in at.by_mbu + at.by_mfu]
-            out.append(replace(roofline(at.sheet, xs).roof, label=f"roof: {slug} (one GPU)",
+            out.append(replace(roofline_data(at.sheet, xs).roof, label=f"roof: {slug} (one GPU)",
                                color=dark))
         for what, pts, style in (("by MBU", at.by_mbu, 0),
                                  ("by MFU (at prefill intensity)", at.by_mfu, 2)):

@@ -176,7 +176,7 @@ def across(panels: Mapping[str, Sequence[Series]], *, x: str, title: str,
     return fig
 
 
-def roofline(roof: Series, ridge: tuple[float, float], points: Sequence[Series], *,
+def roofline_figure(roof: Series, ridge: tuple[float, float], points: Sequence[Series], *,
              title: str, x_unit: str, y_unit: str, note: str = "") -> Figure:
     """Attainable FLOP/s against arithmetic intensity, log-log, with the ridge marked and
     the scenario's (and measured runs') points on it."""

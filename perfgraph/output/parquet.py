@@ -1,5 +1,5 @@
 """Files out: which format a file gets, and a scenario's cells as a one-row Parquet file, every
-cell a column named as in the vocabulary (the writer: :mod:`perfgraph._infra.parquet`).
+cell a column named as in the vocabulary (the writer: :mod:`perfgraph._infra.parquet_write`).
 
 :func:`output_format` picks the format from ``--format``, else from ``--out``'s suffix, and
 refuses the two disagreeing (Parquet bytes in ``x.csv``) and an empty ``--out``.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgraph._infra.parquet import UNITS_KEY, read_units, write_frames
+from perfgraph._infra.parquet_write import UNITS_KEY, read_units, write_frames
 from perfgraph.errors import InputError
 from perfgraph.scenario.choices import CHOICE_COLUMNS, choices, schema, units
 from perfgraph.scenario.loading import Scenario

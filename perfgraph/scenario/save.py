@@ -17,9 +17,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import tomlkit
-from tomlkit.items import Table
+from typing import TYPE_CHECKING
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.engine.declarations import Declaration
@@ -27,6 +25,10 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
 from perfgraph.scenario.catalog import KINDS, catalog_dir
 from perfgraph.scenario.loading import DEFAULT_ENGINE, DEFAULTS, Scenario
+
+if TYPE_CHECKING:  # tomlkit is imported by a save, not by the dashboard's start
+    import tomlkit
+    from tomlkit.items import Table
 
 TomlValue = bool | int | float | str
 CHOICE_KEYS = (*KINDS, "precision")
@@ -140,6 +142,9 @@ def choice(scenario: Scenario, kind: str, folder: Path | None = None) -> str:
 
 # --------------------------------------------------------------------------- writing
 def _values_table(doc: tomlkit.TOMLDocument) -> Table:
+    import tomlkit
+    from tomlkit.items import Table
+
     if "values" not in doc:
         doc.add(tomlkit.nl())
         doc.add("values", tomlkit.table())
@@ -152,6 +157,8 @@ def _values_table(doc: tomlkit.TOMLDocument) -> Table:
 
 def _put_values(doc: tomlkit.TOMLDocument, values: dict[str, TomlValue],
                 units: dict[str, str]) -> None:
+    import tomlkit
+
     table = _values_table(doc)
     for name, value in values.items():
         if name in table:
@@ -167,6 +174,8 @@ def _put_values(doc: tomlkit.TOMLDocument, values: dict[str, TomlValue],
 def render(scenario: Scenario, base_text: str | None, target: Path, *,
            all_choices: bool) -> str:
     """The scenario file's text after the edits: ``base_text`` with its comments, or new."""
+    import tomlkit
+
     doc = tomlkit.parse(base_text) if base_text is not None else _new_document(scenario)
     sheet = scenario.sheet
     folder = target.parent
@@ -183,6 +192,8 @@ def render(scenario: Scenario, base_text: str | None, target: Path, *,
 
 
 def _new_document(scenario: Scenario) -> tomlkit.TOMLDocument:
+    import tomlkit
+
     doc = tomlkit.document()
     doc.add(tomlkit.comment("A perfgraph scenario: catalog choices, then the values that "
                             "differ from them."))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -20,21 +20,22 @@ from textual.screen import Screen
 from textual.widgets import Header, Static, TabbedContent, TabPane
 
 from perfgraph.errors import PerfgraphError
-from perfgraph.measured.curves import MeasuredView
 from perfgraph.scenario.loading import Scenario
 from perfgraph.scenario.save import FileChangedError, TargetExistsError
 from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
-from perfgraph.tui.screens.help import HelpScreen
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import headline, short_path, value_text
-from perfgraph.tui.views import VIEWS, View, ViewContext
+from perfgraph.tui.view_registry import VIEWS, View, ViewContext
 from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
 from perfgraph.tui.widgets.levers_panel import LeversPanel
 from perfgraph.tui.widgets.plan_panel import PlanPanel
-from perfgraph.tui.widgets.scenario_bar import PARALLEL, Choice, ScenarioBar
+from perfgraph.tui.widgets.scenario_bar import PARALLEL, BarChoice, ScenarioBar
+
+if TYPE_CHECKING:
+    from perfgraph.measured.curves import MeasuredView
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
 #: table (beside its 76 columns they would have under 80 of their own: the plans table needs
@@ -314,7 +315,7 @@ class PerfgraphApp(App[None]):
 
     def action_bar(self) -> None:
         """Put the focus on the scenario bar's first choice (Tab moves on, Esc comes back)."""
-        self.query_one(ScenarioBar).query_one(Choice).focus()
+        self.query_one(ScenarioBar).query_one(BarChoice).focus()
 
     async def action_quit(self) -> None:
         """Quit; with edits not saved, ask first (Ctrl+S saves them)."""
@@ -326,6 +327,8 @@ class PerfgraphApp(App[None]):
                          lambda yes: self.exit() if yes else None)
 
     def action_help(self) -> None:
+        from perfgraph.tui.screens.help import HelpScreen  # Markdown: when first asked for
+
         self.push_screen(HelpScreen())
 
     # ------------------------------------------------------------------ saving

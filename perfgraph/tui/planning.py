@@ -1,5 +1,5 @@
 """The plan view's data, without a widget: a question asked of ``perfgraph plan``'s search
-core (:mod:`perfgraph.whatif.plan`) and its answer as rows the view draws.
+core (:mod:`perfgraph.whatif.plan_search`) and its answer as rows the view draws.
 
 The view asks for the scenario's model and workload over every catalog accelerator, with the
 plan's default axes except the batch, searched at :data:`BATCHES` (a sixth of the default's
@@ -17,7 +17,6 @@ from typing import Any
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan, plan_report
 from perfgraph.whatif.plan_question import SLO_CELLS, read_quantity
 
 #: The batch sizes the view searches (``concurrency``), about √2 apart.
@@ -94,6 +93,9 @@ def search(spec: ScenarioSpec, slos: Mapping[str, str], rate: str,
            space: Sequence[str] = SEARCH) -> PlanAnswer:
     """Ask the plan search: SLOs by name (``{"ttft": "500 ms"}``; empty text: not asked)
     at ``rate``. Raises PerfgraphError on a bad question (the message names it)."""
+    from perfgraph.whatif import plan_report  # the search's modules: when first asked
+    from perfgraph.whatif import plan_search as plan
+
     start = time.perf_counter()
     asked = search_spec(spec)
     check_fields(load(asked).sheet, slos, rate)

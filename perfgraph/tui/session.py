@@ -160,8 +160,8 @@ class Session:
         self.scenario = scenario
 
     def apply_lever(self, lever: Any) -> list[str]:
-        """Apply a lever (perfgraph.whatif.levers) as a what-if; undo takes it back."""
-        from perfgraph.whatif import levers
+        """Apply a lever (perfgraph.whatif.lever_advice) as a what-if; undo takes it back."""
+        from perfgraph.whatif import lever_advice as levers
         previous = levers.apply(self.sheet, lever)  # in the order to restore them
         self._undo.append(Undo(f"lever {lever.title}", tuple(previous)))
         return self.sheet.names

@@ -25,7 +25,7 @@ MIN_REQUESTS = 100
 
 
 @dataclass(frozen=True)
-class Question:
+class BenchQuestion:
     """What the benchmark asks the deployment: the plan's question."""
 
     model: str  # Hugging Face id
@@ -64,7 +64,7 @@ def result_path(tool: str) -> str:
         else spec["result"]
 
 
-def words(tool: str, q: Question) -> list[str]:
+def words(tool: str, q: BenchQuestion) -> list[str]:
     spec = tool_spec(tool)
     values = {"model": q.model, "url": q.url, "base_url": f"http://{q.url}",
               "isl": str(q.isl), "osl": str(q.osl), "rate": f"{q.rate:g}",
@@ -75,7 +75,7 @@ def words(tool: str, q: Question) -> list[str]:
     return [*out, *spec["tail"], spec["result_flag"], spec["result"]]
 
 
-def command(tool: str, q: Question) -> str:
+def command(tool: str, q: BenchQuestion) -> str:
     """Shell lines: a comment saying what it measures and where the result goes, then the
     command."""
     line = " ".join(shlex.quote(w) for w in words(tool, q))

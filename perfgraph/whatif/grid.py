@@ -1,7 +1,7 @@
 """The search core that ``perfgraph sweep`` and ``perfgraph plan`` share: the cartesian product
 of axes as columns, evaluated a chunk at a time by :meth:`Sheet.evaluate_columns`.
 
-An axis is one cell and its values (:class:`perfgraph.whatif.sweep.Axis`), or a
+An axis is one cell and its values (:class:`perfgraph.whatif.sweep_axes.Axis`), or a
 :class:`Block`: several cells that change together, one row of values per item (a catalog
 accelerator at one precision sets hbm_bandwidth, peak_flops, weight_bytes … at once). Rows
 run through the product with the last axis varying fastest.

@@ -4,16 +4,18 @@ The analytic search (``plan``) answers with means and steady states; a p99 is th
 queue that only a simulation plays out. So the search runs first, with each percentile SLO's
 limit standing for its mean (a mean above a p99's limit cannot meet it: a necessary
 condition), and its best candidates, in objective order, are each simulated at the question's
-rate and lengths (``perfgraph simulate``: one replica at rate ÷ replicas, its batch capped at
-the candidate's concurrency). The answer is the first candidate whose simulated percentiles
-meet every SLO: the cheapest the analytic search ranked that the simulation bears out.
+rate and lengths (``perfgraph simulate``: the whole deployment, its replicas behind a
+least-outstanding router, or a disaggregated one's prefill and decode pools, each replica's
+batch capped at the candidate's concurrency). The answer is the first candidate whose
+simulated percentiles meet every SLO: the cheapest the analytic search ranked that the
+simulation bears out.
 
 The simulations are independent jobs: a local process pool by default, or a Ray cluster
 (``ray_address``; Ray is an optional extra, ``pip install 'perfgraph[ray]'``). Each job
 carries only a scenario spec and a simulation setup, and rebuilds its sheet where it runs.
 
-A disaggregated candidate is not simulated (the simulator runs one aggregated pool); it is
-passed over, and the answer says how many were.
+A candidate :func:`hold` is told to pass over (``disaggregated``) is not simulated, and the
+answer says how many were.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.plan_question import parse_slo
-from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate import Run, Setup, simulate
+from perfgraph.whatif.simulate.cluster import simulate_replicas
+from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -40,6 +44,8 @@ _PERCENTILE = re.compile(r"^\s*(?P<metric>ttft|itl|tpot|e2e)\.(?P<stat>p50|p90|p
 ANALYTIC = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e": "e2e"}
 DEFAULT_CANDIDATES = 20
 DEFAULT_REQUESTS = 2000
+#: the router in front of a simulated deployment's replicas
+ROUTER = "least-outstanding"
 
 
 @dataclass(frozen=True)
@@ -104,12 +110,23 @@ def percentile_slos(percentile: Sequence[tuple[str, str, str]], sheet: Sheet,
 
 @dataclass(frozen=True)
 class Job:
-    """One candidate's simulation: its scenario, the load one replica of it sees."""
+    """One candidate's simulation: its scenario, the deployment's load, its replicas (or,
+    disaggregated, its prefill and decode pools' replicas)."""
 
     row: int  # the candidate's searched row
     spec: ScenarioSpec
     setup: Setup
     replicas: int
+    pools: tuple[int, int] | None = None  # (prefill, decode) replicas: disaggregated
+
+    def run(self, sheet: Sheet) -> Run:
+        """The deployment, simulated on ``sheet``: one engine, replicas behind the router,
+        or the two pools (each on the candidate's sheet)."""
+        if self.pools is not None:
+            return simulate_disagg(sheet, sheet, self.setup, Pools(*self.pools, ROUTER))
+        if self.replicas > 1:
+            return simulate_replicas(sheet, self.setup, self.replicas, ROUTER)
+        return simulate(sheet, self.setup)
 
 
 @dataclass(frozen=True)
@@ -124,8 +141,7 @@ def simulate_job(job: Job, slos: tuple[PercentileSlo, ...]) -> Outcome:
     """Simulate one candidate and read its percentiles (runs in a worker: no shared state)."""
     try:
         sheet = load(job.spec).sheet
-        run = simulate(sheet, job.setup)
-        summary = summarise(run, sheet)
+        summary = summarise(job.run(sheet), sheet)
     except PerfgraphError as exc:
         return Outcome(job.row, error=str(exc))
     latency = summary["latency"]
@@ -134,7 +150,7 @@ def simulate_job(job: Job, slos: tuple[PercentileSlo, ...]) -> Outcome:
         value = latency.get(slo.metric, ("", {}))[1].get(slo.stat)
         values[slo.name] = math.inf if value is None else float(value)
     if summary["partial"] or summary["overload"]:
-        return Outcome(job.row, values, False, "the simulated replica falls behind the rate")
+        return Outcome(job.row, values, False, "the simulated deployment falls behind the rate")
     meets = all(values[s.name] <= s.limit for s in slos)
     return Outcome(job.row, values, meets)
 
@@ -147,17 +163,20 @@ def scheduler_for(engine: str | None) -> str:
 def jobs_for(rows: Iterable[int], spec_of: Callable[[int], ScenarioSpec],
              replicas_of: Callable[[int], int], rate: float, requests: int,
              budget_of: Callable[[int], int | None] = lambda _: None, seed: int = 0,
+             pools_of: Callable[[int], tuple[int, int] | None] = lambda _: None,
              ) -> list[Job]:
-    """One job a row: one replica at rate ÷ replicas, Poisson arrivals, the engine's
+    """One job a row: the deployment at the rate (its replicas, or ``pools_of``: a
+    disaggregated row's prefill and decode replicas), Poisson arrivals, the engine's
     scheduler, and its token budget (``budget_of``: the sheet's max_num_batched_tokens, what
     the deployment launches with; None: simulate's own rule)."""
     out = []
     for row in rows:
         spec = spec_of(row)
-        replicas = max(1, replicas_of(row))
-        setup = Setup(rate=rate / replicas, requests=requests, seed=seed,
+        setup = Setup(rate=rate, requests=requests, seed=seed,
                       scheduler=scheduler_for(spec.engine), token_budget=budget_of(row))
-        out.append(Job(row, spec, setup, replicas))
+        pools = pools_of(row)
+        out.append(Job(row, spec, setup, max(1, replicas_of(row)),
+                       None if pools is None else (max(1, pools[0]), max(1, pools[1]))))
     return out
 
 
@@ -165,8 +184,11 @@ def simulate_line(job: Job) -> str:
     """The ``perfgraph simulate`` options that re-run a job (after its scenario's)."""
     s = job.setup
     budget = f" --token-budget {s.token_budget}" if s.token_budget else ""
+    pools = (f" --disagg --prefill-replicas {job.pools[0]} --decode-replicas {job.pools[1]} "
+             f"--router {ROUTER}" if job.pools is not None else
+             f" --replicas {job.replicas} --router {ROUTER}" if job.replicas > 1 else "")
     return (f"--rate '{s.rate:g} request/s' --requests {s.requests} --seed {s.seed} "
-            f"--scheduler {s.scheduler}{budget}")
+            f"--scheduler {s.scheduler}{budget}{pools}")
 
 
 def run_jobs(jobs: Sequence[Job], slos: tuple[PercentileSlo, ...], workers: int | None = None,

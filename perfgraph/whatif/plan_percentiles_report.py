@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from perfgraph.engine.numbers import number
-from perfgraph.whatif.plan import Result
 from perfgraph.whatif.plan_percentiles import Held, Outcome
+from perfgraph.whatif.plan_search import Result
 
 
 def _describe(result: Result, row: int) -> str:
@@ -36,7 +36,8 @@ def _header(held: Held) -> str:
     skipped = f"; {held.skipped} disaggregated passed over (not simulated)" \
         if held.skipped else ""
     return (f"held to percentile SLOs ({slos}): simulated {len(held.outcomes)} candidates, "
-            f"best first, each one replica at rate ÷ replicas{skipped}")
+            f"best first, each the whole deployment at the rate (its replicas behind a "
+            f"least-outstanding router; disaggregated, its two pools){skipped}")
 
 
 def lines(held: Held, result: Result) -> str:

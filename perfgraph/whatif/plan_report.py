@@ -11,7 +11,7 @@ import numpy as np
 
 from perfgraph.engine.numbers import number
 from perfgraph.whatif import grid
-from perfgraph.whatif.plan import (
+from perfgraph.whatif.plan_search import (
     OBJECTIVES,
     SERVED,
     SLO_CELLS,

@@ -3,7 +3,7 @@ most one chunk, as whole columns (which pyarrow writes without Polars being impo
 
 Rows go catalog combination by catalog combination (each builds one sheet), and within one
 the cell axes as given, the last varying fastest; each column is in the unit of
-:func:`perfgraph.whatif.sweep.cell_units` (a catalog entry may declare a cell in another).
+:func:`perfgraph.whatif.sweep_axes.cell_units` (a catalog entry may declare a cell in another).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from perfgraph.whatif.grid import CHUNK_ROWS
 if TYPE_CHECKING:
     import polars as pl
 
-    from perfgraph.whatif.sweep import Sweep
+    from perfgraph.whatif.sweep_axes import Sweep
 
 Progress = Callable[[int], None]
 

@@ -14,17 +14,17 @@ from perfgraph.cli.commands.compare import add_run_options, check_runs, one_line
 from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
-from perfgraph.measured.calibrate import TARGETS, Fit, calibrate, overlay_text
-from perfgraph.measured.compare import compare_runs
+from perfgraph.measured.calibration import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
-from perfgraph.output.compare import problem_lines
+from perfgraph.output.compare_report import problem_lines
 from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "calibrate", help="fit efficiency inputs to measured runs; write a --calibration file",
+        "calibrate",
         description="Fit the realistic terms (achievable bandwidth and compute, fixed costs "
                     "per step, sequence and request, exposed TP all-reduces), with chunked "
                     "prefill in each step and closed-loop queueing turned on, to measured runs "

@@ -16,11 +16,11 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError
-from perfgraph.measured.compare import compare_runs
-from perfgraph.measured.compare import reference as held_against
+from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.comparison import reference as held_against
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
-from perfgraph.output.compare import (
+from perfgraph.output.compare_report import (
     as_json,
     as_markdown,
     as_table,
@@ -64,7 +64,7 @@ def check_runs(args: argparse.Namespace, *flags: str) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "compare", help="hold measured runs against the model (%% of possible, MFU, MBU)",
+        "compare",
         description="Compare measured benchmark runs with the roofline at each run's own "
                     "configuration. Model, hardware, precision, TP, ISL/OSL and concurrency "
                     "come from the file; the scenario options fill in only what it does not "

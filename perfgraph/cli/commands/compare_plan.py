@@ -12,7 +12,7 @@ from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.errors import InputError
 from perfgraph.measured import plan_check
 from perfgraph.measured.reading import read_measured
-from perfgraph.output import plan_check as report
+from perfgraph.output import plan_check_report as report
 
 FORMATS = ("table", "json")
 

@@ -32,7 +32,7 @@ from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.catalog import KINDS
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
-from perfgraph.whatif.diff import Contribution, DiffReport, MovedResult, diff
+from perfgraph.whatif.scenario_diff import Contribution, DiffReport, MovedResult, diff
 
 FOLDERS = {"models": "model", "hardware": "hardware", "workloads": "workload"}
 #: Top-level keys only one kind of file has.
@@ -45,7 +45,7 @@ TOGETHER = "no single edit moves it alone: the edits together do"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "diff", help="compare two scenarios: changed inputs, moved results, and why",
+        "diff",
         description="Compare two scenario files (or git revisions of one, REV:path): the "
                     "inputs that changed, then every result that moved, largest change "
                     "first, each with the edits that move it when applied alone.",

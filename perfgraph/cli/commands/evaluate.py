@@ -18,7 +18,7 @@ from perfgraph.cli.options import (
     add_scenario_options,
     load_scenario,
 )
-from perfgraph.engine.explain import cell_view
+from perfgraph.engine.explanation import cell_view
 from perfgraph.errors import InputError, did_you_mean
 from perfgraph.output import parquet as export
 from perfgraph.output.cells import render
@@ -28,7 +28,7 @@ OUT_FORMATS = (*FORMATS, "parquet")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a scenario and print its cells",
+    p = sub.add_parser("eval",
                        description="Evaluate a scenario and print every cell, grouped.")
     add_scenario_options(p)
     add_format_option(p, OUT_FORMATS)

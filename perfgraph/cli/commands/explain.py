@@ -7,13 +7,13 @@ import json
 import sys
 
 from perfgraph.cli.options import add_scenario_options, load_scenario
-from perfgraph.engine.explain import explain, tree_dict, tree_lines, value_tree
+from perfgraph.engine.explanation import explain, tree_dict, tree_lines, value_tree
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView, Explanation
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="show how a cell is computed",
+    p = sub.add_parser("explain",
                        description="Show a cell's formula, the formula with values, the "
                                    "result, and the cells it reads and that read it.")
     p.add_argument("name", help="the cell to explain")

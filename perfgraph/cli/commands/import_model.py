@@ -16,11 +16,11 @@ from perfgraph._infra.inputfile import file_problem
 from perfgraph.cli.options import add_force_option
 from perfgraph.errors import InputError
 from perfgraph.scenario.hf_hub import fetch_config, is_repo_id_like
-from perfgraph.scenario.import_model import ImportModelError, model_toml
+from perfgraph.scenario.model_from_config import ImportModelError, model_toml
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-model", help="write a model TOML from a config.json",
+    p = sub.add_parser("import-model",
                        description="Read a Hugging Face config.json, from disk or from a "
                                    "repository ORG/NAME (through huggingface_hub and its "
                                    "cache; HF_HUB_OFFLINE=1 keeps it off the network), and "

@@ -8,7 +8,7 @@ import sys
 
 from perfgraph.cli.options import add_format_option, add_scenario_options, load_scenario
 from perfgraph.engine.sheet import Sheet
-from perfgraph.whatif.levers import Advice, diagnose, effect_text, symptoms
+from perfgraph.whatif.lever_advice import Advice, diagnose, effect_text, symptoms
 from perfgraph.whatif.playbook import STAGES, Symptom, load_playbook
 
 FORMATS = ("table", "json", "markdown")
@@ -16,7 +16,7 @@ NOTHING = "No symptom holds: nothing to advise for this scenario."
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("levers", help="list the symptoms that hold and what each lever would do",
+    p = sub.add_parser("levers",
                        description="Evaluate the scenario, list the symptoms that hold, and "
                                    "for each lever the change it makes to the cells it "
                                    "watches, computed by applying it to the graph. Ordered "

@@ -15,9 +15,10 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import launch, plan, plan_report
+from perfgraph.whatif import launch, plan_report
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_percentiles_report as pp_report
+from perfgraph.whatif import plan_search as plan
 
 EPILOG = """\
 The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
@@ -32,7 +33,7 @@ each family reached); 2 on bad input.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="search deployments for the cheapest that meets SLOs",
+    p = sub.add_parser("plan",
                        description="Search every candidate deployment exactly and answer "
                                    "with the best that meets the SLOs at the request rate.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -183,6 +184,11 @@ def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
     def disaggregated(i: int) -> bool:
         return bool(result.choices(int(result.rows[i])).get("disaggregated", 0.0))
 
+    def pools_of(i: int) -> tuple[int, int] | None:
+        v = result.values
+        return ((int(v["prefill_pool_replicas"][i]), int(v["decode_replicas_at_batch"][i]))
+                if disaggregated(i) else None)
+
     def budget_of(i: int) -> int:
         sheet = result.sheet_at(int(result.rows[i]))
         return max(1, int(sheet.magnitude("max_num_batched_tokens", "token")))
@@ -191,9 +197,9 @@ def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
         choice = result.choices(int(result.rows[i]))
         return (*(v for k, v in choice.items() if k != "concurrency"), replicas_of(i))
 
-    return pp.hold([int(i) for i in result.order()], disaggregated,
+    return pp.hold([int(i) for i in result.order()], lambda _: False,  # both kinds run
                    lambda rows: pp.jobs_for(rows, spec_of, replicas_of, result.question.rate,
-                                            args.requests, budget_of),
+                                            args.requests, budget_of, pools_of=pools_of),
                    slos, args.simulate, args.jobs, args.ray, key=deployment,
                    batch=lambda i: float(result.choices(int(result.rows[i]))["concurrency"]))
 

@@ -43,15 +43,15 @@ def check_options(args: argparse.Namespace) -> None:
     deploy_schema.require()
 
 
-def question(ans: dict[str, Any], scenario: Scenario, engine: str) -> bench.Question:
+def question(ans: dict[str, Any], scenario: Scenario, engine: str) -> bench.BenchQuestion:
     """The benchmark's question from the plan's answer and its best scenario."""
     sheet = scenario.sheet
     e2e = float(ans["best"]["values"]["e2e_served"]["value"])
     rate = float(ans["question"]["request_rate"]["value"])
     port = deploy.config()["engines"][engine]["port"]
-    return bench.Question(model=launch.hf_id(scenario), url=f"localhost:{port}",
-                          isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
-                          rate=rate, requests=bench.requests_for(rate, e2e))
+    return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
+                               isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
+                               rate=rate, requests=bench.requests_for(rate, e2e))
 
 
 def tool_of(args: argparse.Namespace, engine: str) -> str:

@@ -31,7 +31,7 @@ FROM_FILE = {"pareto": "perfgraph plan … --out PLANS.parquet",
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plot", help="draw a scenario's charts to SVG or PNG",
+    p = sub.add_parser("plot",
                        description="Draw a chart: the roofline, throughput and latencies "
                                    "across concurrency or TP (with measured runs), every "
                                    "measured run against the model, or two scenarios' "
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _comparisons(args: argparse.Namespace) -> tuple[Any, Any]:
-    from perfgraph.measured.compare import compare_runs
+    from perfgraph.measured.comparison import compare_runs
     from perfgraph.measured.reading import read_measured
     from perfgraph.measured.setup import Baseline
 
@@ -107,7 +107,7 @@ def labelled(title: str, scenario: Scenario) -> str:
     return "\n".join([title, *textwrap.wrap(scenario.prediction, 110)])
 
 
-def roofline(args: argparse.Namespace) -> Any:
+def plot_roofline(args: argparse.Namespace) -> Any:
     from perfgraph.output import chart_data, charts
 
     scenario = load_scenario(args)
@@ -118,9 +118,9 @@ def roofline(args: argparse.Namespace) -> Any:
         named, runs = chart_data.measured_roofline_points(
             comparisons, base, scenario.sheet.declaration("attainable_flops").unit,
             scenario.sheet)
-    data = chart_data.roofline(scenario.sheet, [float(v) for s in runs for v in s.x])
+    data = chart_data.roofline_data(scenario.sheet, [float(v) for s in runs for v in s.x])
     roof = replace(data.roof, label=named) if named else data.roof
-    return charts.roofline(roof, data.ridge, [*runs, *data.points],
+    return charts.roofline_figure(roof, data.ridge, [*runs, *data.points],
                            title=labelled(f"Roofline: {scenario.title}", scenario),
                            x_unit=data.x_unit, y_unit=data.y_unit)
 
@@ -205,5 +205,5 @@ def simulation(args: argparse.Namespace) -> Any:
                                    f"{Path(args.files[0]).name})")
 
 
-BUILDERS = {"roofline": roofline, "concurrency": across, "tp": across, "measured": measured,
+BUILDERS = {"roofline": plot_roofline, "concurrency": across, "tp": across, "measured": measured,
             "diff": diff, "pareto": pareto, "simulation": simulation}

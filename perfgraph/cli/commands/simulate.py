@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, replace
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import (
@@ -24,18 +25,22 @@ from perfgraph.cli.options import (
     load_scenario,
 )
 from perfgraph.engine.sheet import Sheet
-from perfgraph.errors import InputError
+from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.output import parquet as export
+from perfgraph.scenario.loading import Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
+from perfgraph.whatif.simulate.cluster import simulate_replicas
+from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
+from perfgraph.whatif.simulate.router import ROUTERS
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
 from perfgraph.whatif.simulate.step_sheet import explain_step
 from perfgraph.whatif.simulate.summary import summarise
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="simulate serving requests, step by step, on the sheet",
+    p = sub.add_parser("simulate",
                        description="Simulate a serving engine request by request, each step "
                                    "timed by the scenario's sheet: TTFT, TPOT, ITL and E2E "
                                    "percentiles, throughput, goodput, preemptions.")
@@ -72,11 +77,41 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="show step N of the run (1 = the first) the way explain shows a "
                         "cell: its inputs, each step cell's formula with that step's values, "
                         "the result (in place of the summary)")
+    _pool_options(p)
     p.set_defaults(func=run)
 
 
+def _pool_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("pools of replicas (open loop)")
+    g.add_argument("--replicas", type=int, metavar="N",
+                   help="N replicas of the scenario behind a router, each its own engine "
+                        "(default: one engine)")
+    g.add_argument("--router", choices=ROUTERS, default=None,
+                   help="which replica a request goes to: round-robin, least-outstanding "
+                        "(fewest requests in flight) or prefix (the replica that served the "
+                        "request's session, unless overloaded) (default: round-robin; "
+                        "least-outstanding for --disagg)")
+    g.add_argument("--sessions", type=int, metavar="N",
+                   help="the requests are turns of N multi-turn sessions (drawn evenly): a "
+                        "turn finds prefix_hit_rate of its prompt cached only on the replica "
+                        "that served its session's last turn")
+    g.add_argument("--disagg", action="store_true",
+                   help="disaggregated serving: a prefill pool and a decode pool (the "
+                        "scenario's), the prompt's KV handed over between them")
+    g.add_argument("--prefill-hardware", metavar="H",
+                   help="the prefill pool's accelerator (default: the scenario's)")
+    g.add_argument("--prefill-tp", type=int, metavar="N",
+                   help="tensor-parallel GPUs of each prefill replica (default: the "
+                        "scenario's tp)")
+    g.add_argument("--prefill-replicas", type=int, metavar="N",
+                   help="prefill replicas (default 1)")
+    g.add_argument("--decode-replicas", type=int, metavar="N",
+                   help="decode replicas (default 1)")
+
+
 def setup_from(args: argparse.Namespace) -> Setup:
-    for opt in ("requests", "token_budget", "max_num_seqs", "users"):
+    for opt in ("requests", "token_budget", "max_num_seqs", "users", "replicas", "sessions",
+                "prefill_tp", "prefill_replicas", "decode_replicas"):
         value = getattr(args, opt)
         if value is not None and value < 1:
             flag = "--" + opt.replace("_", "-")
@@ -96,10 +131,64 @@ def setup_from(args: argparse.Namespace) -> Setup:
     setup = Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
                   lengths=args.lengths, seed=args.seed, warmup=args.warmup,
                   scheduler=args.scheduler, token_budget=args.token_budget,
-                  max_seqs=args.max_num_seqs,
+                  max_seqs=args.max_num_seqs, sessions=args.sessions,
                   explain_step=None if args.explain_step is None else args.explain_step - 1)
     check(setup)
+    _check_pools(args)
     return setup
+
+
+def _check_pools(args: argparse.Namespace) -> None:
+    """Pool options only where they mean something: the prefill pool's with --disagg,
+    --replicas without it, a router or sessions with either."""
+    prefill = [f for f, v in (("--prefill-hardware", args.prefill_hardware),
+                              ("--prefill-tp", args.prefill_tp),
+                              ("--prefill-replicas", args.prefill_replicas),
+                              ("--decode-replicas", args.decode_replicas)) if v is not None]
+    if prefill and not args.disagg:
+        raise InputError("sizes a disaggregated deployment's pools: add --disagg",
+                         name=prefill[0])
+    if args.disagg and args.replicas is not None:
+        raise InputError("with --disagg, size the pools with --prefill-replicas and "
+                         "--decode-replicas", name="--replicas")
+    pooled = args.disagg or args.replicas is not None
+    for flag, value in (("--router", args.router), ("--sessions", args.sessions)):
+        if value is not None and not pooled:
+            raise InputError("routes requests over a pool: add --replicas N or --disagg",
+                             name=flag)
+
+
+def _simulate(args: argparse.Namespace, scenario: Scenario, setup: Setup,
+              progress: Callable[[int], None] | None) -> Run:
+    """One engine, a pool of replicas, or a disaggregated pair of pools."""
+    sheet = scenario.sheet
+    if args.disagg:
+        pspec = replace(scenario.spec, hardware=args.prefill_hardware or scenario.spec.hardware,
+                        sets=scenario.spec.sets + ((("tp", str(args.prefill_tp)),)
+                                                   if args.prefill_tp else ()))
+        pools = Pools(args.prefill_replicas or 1, args.decode_replicas or 1,
+                      args.router or "least-outstanding")
+        try:
+            prefill = load(pspec).sheet
+        except PerfgraphError as exc:  # the prefill pool's hardware or TP: name its option
+            flag = "--prefill-hardware" if args.prefill_hardware else "--prefill-tp"
+            raise InputError(f"the prefill pool: {exc.message}", name=flag) from None
+        return simulate_disagg(sheet, prefill, setup, pools, progress)
+    if args.replicas is not None:
+        return simulate_replicas(sheet, setup, args.replicas, args.router or "round-robin",
+                                 progress)
+    return simulate(sheet, setup, progress)
+
+
+def _pool_title(args: argparse.Namespace, scenario: Scenario) -> str:
+    if args.disagg:
+        hw = args.prefill_hardware or scenario.hardware.slug
+        tp = args.prefill_tp or round(scenario.sheet.magnitude("tp"))
+        return (f" · disaggregated: {args.prefill_replicas or 1} prefill ({hw}, tp {tp}) + "
+                f"{args.decode_replicas or 1} decode, {args.router or 'least-outstanding'}")
+    if args.replicas is not None:
+        return f" · {args.replicas} replicas, {args.router or 'round-robin'}"
+    return ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)
     sheet = scenario.sheet
     progress = _progress(setup)
-    result = simulate(sheet, setup, progress)
+    result = _simulate(args, scenario, setup, progress)
     if progress is not None:
         print("\r\033[K", end="", file=sys.stderr, flush=True)  # clear the bar's line
     for note in result.notes:
@@ -129,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     loop = (f"closed loop, {setup.users} users" if setup.users else
             f"open loop, {result.rate:.4g} request/s" if result.rate else "open loop")
     title = (f"{scenario.title} · {setup.scheduler} · {loop} · lengths {result.lengths.source}"
-             f" · {scenario.prediction}")
+             f"{_pool_title(args, scenario)} · {scenario.prediction}")
     sheet_line = _sheet_line(sheet, setup.users)
     if args.format == "json":
         sys.stdout.write(as_json(summary, {"model": scenario.model.slug,

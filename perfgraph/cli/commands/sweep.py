@@ -12,7 +12,7 @@ from perfgraph._infra.atomic import write_atomic
 from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.engine.numbers import number
 from perfgraph.output import parquet as export
-from perfgraph.whatif import sweep
+from perfgraph.whatif import sweep_axes as sweep
 
 FORMATS = ("parquet", "csv")
 
@@ -30,7 +30,7 @@ metadata under "perfgraph.units".
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "sweep", help="evaluate a scenario over the product of axes (Parquet)",
+        "sweep",
         description="Evaluate a scenario at every point of the cartesian product of the "
                     "axes; write one row per point with every cell as a column.",
         epilog=EPILOG.format(limit=sweep.MAX_POINTS),

@@ -19,11 +19,10 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.measured.curves import measured_view
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="explore a scenario in a live dashboard",
+    p = sub.add_parser("tui",
                        description="Open the dashboard: edit inputs, pin cells, see every "
                                    "result, the roofline, explanations and levers; save the "
                                    "scenario back to its TOML file.")
@@ -43,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args)  # bad options fail here, before any screen is drawn
     if args.cell:
         scenario.sheet.declaration(args.cell)  # an unknown name, with its near miss
-    measured = measured_view(args.measured, spec_from_args(args)) if args.measured else None
+    measured = None
+    if args.measured:  # the comparison (and its adapters) imported only when asked for
+        from perfgraph.measured.curves import measured_view
+
+        measured = measured_view(args.measured, spec_from_args(args))
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise InputError("perfgraph tui needs an interactive terminal; for output to a pipe "
                          "or a file use 'perfgraph eval'")

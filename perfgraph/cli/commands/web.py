@@ -25,7 +25,7 @@ FORWARDED = (("model", "--model"), ("hardware", "--hardware"), ("workload", "--w
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("web", help="serve the dashboard to a web browser",
+    p = sub.add_parser("web",
                        description="Serve the 'perfgraph tui' dashboard to a browser "
                                    "(textual-serve), one live dashboard per tab.")
     add_scenario_options(p)

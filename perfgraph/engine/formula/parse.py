@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from perfgraph.engine.formula.compile import ARITHMETIC, COLUMNS, SCALAR, compile_tree, failure
-from perfgraph.engine.formula.dims import DimsWalker
+from perfgraph.engine.formula.dim_rules import DimsWalker
 from perfgraph.engine.formula.ops import Env, Fn, op_of
 from perfgraph.engine.formula.render import Renderer
 from perfgraph.engine.formula.validate import MAX_LENGTH, Validator, short

@@ -14,7 +14,21 @@ from typing import Any, ClassVar
 
 from perfgraph.errors import MeasuredFileError, UnknownFormatError  # noqa: F401 - re-exported
 
-from .numbers import (  # noqa: F401 - re-exported
+from .records import (  # noqa: F401 - re-exported
+    BadLine,
+    Context,
+    Document,
+    MeasuredRun,
+    Metric,
+    PerRequest,
+    ReadResult,
+    RunProblem,
+    RunRefused,
+    Statistic,
+    first_record,
+    json_records,
+)
+from .run_numbers import (  # noqa: F401 - re-exported
     MAX_CONCURRENCY,
     MAX_TP,
     THROUGHPUTS,
@@ -31,20 +45,6 @@ from .numbers import (  # noqa: F401 - re-exported
     put,
     put_rate,
     tp_of,
-)
-from .records import (  # noqa: F401 - re-exported
-    BadLine,
-    Context,
-    Document,
-    MeasuredRun,
-    Metric,
-    PerRequest,
-    ReadResult,
-    RunProblem,
-    RunRefused,
-    Statistic,
-    first_record,
-    json_records,
 )
 
 # --------------------------------------------------------------------------- hardware & text

@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from perfgraph.engine.explain import cell_views, grouped
+from perfgraph.engine.explanation import cell_views, grouped
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import delta_text, mark_text, value_text
 

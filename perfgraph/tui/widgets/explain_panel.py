@@ -16,14 +16,14 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from perfgraph.engine.explain import explain
+from perfgraph.engine.explanation import explain
 from perfgraph.engine.numbers import cell_text
 from perfgraph.engine.views import CellView, Explanation
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import delta_text, short_origin
 
 if TYPE_CHECKING:
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 
 def grid(rows: list[tuple[Text, Text | str]], width: int, console: Console) -> Text:

@@ -1,6 +1,6 @@
 """Levers: the symptoms that hold for this scenario, and each lever's computed effect.
 
-``perfgraph.whatif.levers`` diagnoses a fork of the sheet (off the UI thread: each lever is a
+``perfgraph.whatif.lever_advice`` diagnoses a fork of the sheet (off the UI thread: each lever is a
 what-if on its own copy); Enter or ``a`` applies the highlighted lever to the live sheet,
 and undo takes it back. Effects read as ``perfgraph levers`` prints them.
 """
@@ -19,12 +19,12 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from perfgraph.engine.sheet import Sheet
-from perfgraph.whatif import levers
-from perfgraph.whatif.levers import Advice, Lever
+from perfgraph.whatif import lever_advice as levers
+from perfgraph.whatif.lever_advice import Advice, Lever
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 
 #: (key, label, width): 70 columns with the cells' padding, within the 76 the view has at

@@ -18,16 +18,15 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from perfgraph.engine.numbers import number
-from perfgraph.measured.compare import METRICS, Comparison, median_possible
-from perfgraph.measured.curves import MeasuredLine
-from perfgraph.measured.findings import _pct as pct
-from perfgraph.measured.reading import Measured
-from perfgraph.output.compare import metric_text
 from perfgraph.tui.widgets.chart import Chart
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the comparison is imported where runs are shown: a session without
+    # --measured (and the dashboard's start) never loads it
+    from perfgraph.measured.comparison import Comparison
+    from perfgraph.measured.curves import MeasuredLine
+    from perfgraph.measured.reading import Measured
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 #: (label, width): a metric's column is its % of possible (measured / roofline, as
 #: ``perfgraph compare``); the line under the table gives the highlighted run's values.
@@ -41,6 +40,9 @@ PLOTS = {"throughput": ("throughput", "output throughput (tok/s)"),
 
 
 def summary(comparisons: Sequence[Comparison], measured: Measured, reference: str) -> Text:
+    from perfgraph.measured.comparison import METRICS, median_possible
+    from perfgraph.measured.findings import _pct as pct
+
     compared = [c for c in comparisons if c.error is None]
     medians = "  ".join(f"{HEADS[m]} {pct(median_possible(compared, m))}" for m in METRICS)
     text = Text(f"{len(compared)} runs compared with the {reference} at their own "
@@ -53,6 +55,8 @@ def summary(comparisons: Sequence[Comparison], measured: Measured, reference: st
 def detail_text(c: Comparison) -> Text:
     """The highlighted run as ``perfgraph compare`` reads it: measured / roofline (% of
     possible) of each metric, or why it was not compared."""
+    from perfgraph.output.compare_report import metric_text
+
     name = f"{c.run.source.rsplit('/', 1)[-1]} #{c.run.index}: "
     if c.error is not None:
         return Text.assemble(name, (f"not compared: {c.error}", "red"))
@@ -146,6 +150,8 @@ class MeasuredPanel(Vertical):
         self.show_line(self.lines[0] if self.lines else None)
 
     def _row(self, c: Comparison) -> list[str | Text]:
+        from perfgraph.measured.findings import _pct as pct
+
         name = f"{c.run.source.rsplit('/', 1)[-1].removesuffix('.json')} #{c.run.index}"
         if c.error is not None:  # why: on the line under the table
             return [Text.assemble((name, "dim"), (" not compared", "red")), "", "—", "—", "—",

@@ -30,7 +30,7 @@ from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 #: input id → (label, the sheet's cell its default comes from; None: empty, not asked)
 INPUTS = {"ttft": (planning.FIELDS["ttft"], "ttft_slo"),

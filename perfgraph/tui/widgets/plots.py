@@ -1,6 +1,6 @@
 """Plots: the roofline, and throughput and ITL against concurrency (textual-plotext).
 
-Each plot draws a value object from :mod:`perfgraph.tui.curves`. Measured runs have their own
+Each plot draws a value object from :mod:`perfgraph.tui.plot_data`. Measured runs have their own
 view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configuration.
 """
 
@@ -12,13 +12,13 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from perfgraph.engine.numbers import number, pretty_unit
-from perfgraph.tui import curves
-from perfgraph.tui.curves import ConcurrencyCurves, Roofline
+from perfgraph.tui import plot_data as curves
+from perfgraph.tui.plot_data import ConcurrencyCurves, Roofline
 from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.view_registry import ViewContext
 
 
 def failed(chart: Chart, what: str) -> None:
@@ -40,7 +40,7 @@ class RooflinePlot(Chart):
         return cls(id="roofline-plot")
 
     def refresh_from(self, session: Session, cell: str | None) -> None:
-        self.draw(curves.roofline(session.sheet))
+        self.draw(curves.dashboard_roofline(session.sheet))
 
     def draw(self, roof: Roofline | None) -> None:
         if roof is None:

@@ -3,7 +3,7 @@
 Catalog choices reload the scenario (keeping the edits); TP and PP are inputs of the sheet,
 set like any other edit. Both come back to the app as one message, :class:`Chosen`.
 
-Each choice is a :class:`Choice`: one line of text that opens a list (a modal
+Each choice is a :class:`BarChoice`: one line of text that opens a list (a modal
 :class:`~perfgraph.tui.screens.dialogs.ChoiceScreen`) on Enter or a click. Textual's
 ``Select`` composes an overlay and an option list per choice at startup (six of them were a
 fifth of the dashboard's startup); here the list is built when it opens.
@@ -42,13 +42,13 @@ def catalog_options(kind: str, current: str) -> list[str]:
     return names
 
 
-class Choice(Static, can_focus=True):
+class BarChoice(Static, can_focus=True):
     """``value ▾``: Enter, space or a click opens the list of ``options()``."""
 
     BINDINGS = [Binding("enter,space", "open", "Choose")]
 
     class Picked(Message):
-        def __init__(self, choice: Choice, value: str) -> None:
+        def __init__(self, choice: BarChoice, value: str) -> None:
             super().__init__()
             self.choice, self.value = choice, value
 
@@ -104,12 +104,12 @@ class ScenarioBar(Horizontal):
         choices = self.session.choices()
         for kind, label in CATALOGS:
             yield Label(label, classes="bar-label catalog-label")
-            yield Choice(kind, choices[kind], partial(catalog_options, kind, choices[kind]),
-                         id=f"choose-{kind}")
+            yield BarChoice(kind, choices[kind], partial(catalog_options, kind, choices[kind]),
+                            id=f"choose-{kind}")
         for name, usual in PARALLEL:
             yield Label(name.upper(), classes="bar-label")
-            yield Choice(name, self._current(name),
-                         partial(self._parallel_options, name, usual), id=f"choose-{name}")
+            yield BarChoice(name, self._current(name),
+                            partial(self._parallel_options, name, usual), id=f"choose-{name}")
 
     def _current(self, name: str) -> str:
         value = self.session.value(name)
@@ -127,13 +127,13 @@ class ScenarioBar(Horizontal):
         the session already holds is not a choice the user made, so nothing is posted."""
         choices = self.session.choices()
         for kind, _ in CATALOGS:
-            self.query_one(f"#choose-{kind}", Choice).show(
+            self.query_one(f"#choose-{kind}", BarChoice).show(
                 choices[kind], partial(catalog_options, kind, choices[kind]))
         for name, usual in PARALLEL:
-            self.query_one(f"#choose-{name}", Choice).show(
+            self.query_one(f"#choose-{name}", BarChoice).show(
                 self._current(name), partial(self._parallel_options, name, usual))
 
-    def on_choice_picked(self, event: Choice.Picked) -> None:
+    def on_bar_choice_picked(self, event: BarChoice.Picked) -> None:
         event.stop()
         key = (event.choice.id or "").removeprefix("choose-")
         self.post_message(self.Chosen(key, event.value))

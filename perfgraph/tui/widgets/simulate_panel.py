@@ -22,13 +22,12 @@ from textual.worker import get_current_worker
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
-from perfgraph.tui import simulation
-from perfgraph.tui.simulation import Cdf, SimAnswer
 from perfgraph.tui.widgets.chart import Chart
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the simulator is imported when a simulation first runs, not at start
     from perfgraph.tui.session import Session
-    from perfgraph.tui.views import ViewContext
+    from perfgraph.tui.simulation import Cdf, SimAnswer
+    from perfgraph.tui.view_registry import ViewContext
 
 LABELS = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "e2e": "E2E"}
 SHOWN = ("p50", "p90", "p99")
@@ -146,6 +145,8 @@ class SimulatePanel(Vertical):
 
     @work(thread=True, exclusive=True, group="simulate")
     def _run(self, sheet: Sheet, label: str, open_loop: bool) -> None:
+        from perfgraph.tui import simulation
+
         try:
             answer: SimAnswer | str = simulation.run(sheet, label, open_loop)
         except PerfgraphError as exc:

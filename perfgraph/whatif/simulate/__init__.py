@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import policy
+from perfgraph.whatif.simulate.speculation import Speculation
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 
 
@@ -44,6 +46,8 @@ class Setup:
     given: lens.Lengths | None = field(default=None, compare=False, repr=False)
     #: keep the step sheet's inputs of this step (from 0), for ``--explain-step``
     explain_step: int | None = None
+    #: multi-turn sessions the requests belong to (a pool of replicas: :mod:`.cluster`)
+    sessions: int | None = None
 
 
 @dataclass
@@ -56,6 +60,8 @@ class Run:
     warmup: int
     rate: float | None  # the open loop's arrival rate (None: closed loop)
     notes: list[str]
+    #: a pool of replicas (:mod:`.cluster`): each one's load; empty for one engine
+    replicas: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: The most requests one run may simulate: about 200 bytes each in memory, and a minute or
@@ -86,19 +92,11 @@ def simulate(sheet: Sheet, setup: Setup,
     check(setup)
     rng = np.random.default_rng(setup.seed)
     model = StepSheet.from_sheet(sheet)
-    pol = policy(setup.scheduler, sheet, setup.token_budget,
-                 setup.max_seqs if setup.max_seqs is not None else setup.users)
-    length = _lengths(sheet, setup, rng)
+    length, arrive, rate = requests_of(sheet, setup, rng)
     n = len(length.isl)
-    arrive, rate = _arrivals(sheet, setup, length, n, rng)
     reqs = Requests(length.isl, length.osl, arrive)
-    hit = sheet.magnitude("prefix_hit_rate")
-    frontend = Frontend(sheet.magnitude("frontend_request_time", "s"),
-                        sheet.magnitude("frontend_token_time", "s/token"),
-                        bool(sheet.magnitude("frontend_coalesce")))
-    engine = Engine(model, pol, reqs, _pool(sheet), frontend,
-                    users=setup.users or 0, prefix_hit=hit,
-                    cached=_cached(sheet, hit, n, rng))
+    engine = make_engine(sheet, model, setup, reqs, whole_hits(sheet, n, rng), rng)
+    frontend = engine.frontend
     first = n if not setup.users else min(setup.users, n)  # a closed loop's later requests
     for i in range(first):  # are sent as earlier ones end
         frontend.send(float(arrive[i]), i)
@@ -108,6 +106,33 @@ def simulate(sheet: Sheet, setup: Setup,
     warm = setup.warmup if setup.warmup is not None else (
         min(setup.users, n // 2) if setup.users else 0)
     return Run(engine, setup, length, model, complete, min(warm, n - 1), rate, [])
+
+
+def requests_of(sheet: Sheet, setup: Setup, rng: np.random.Generator,
+                ) -> tuple[lens.Lengths, np.ndarray, float | None]:
+    """The run's lengths, each request's arrival (s) and the open loop's rate."""
+    length = _lengths(sheet, setup, rng)
+    arrive, rate = _arrivals(sheet, setup, length, len(length.isl), rng)
+    return length, arrive, rate
+
+
+def make_engine(sheet: Sheet, model: StepSheet, setup: Setup, reqs: Requests,
+                cached: list[bool] | None = None,
+                rng: np.random.Generator | None = None) -> Engine:
+    """One engine replica on ``sheet``: its scheduler's policy, its KV pool and its API
+    server's loop, the step timed by ``model`` (that sheet's fused step); with speculation
+    (spec_k > 0), its acceptance draws from ``rng`` (default: one seeded by the setup's)."""
+    pol = policy(setup.scheduler, sheet, setup.token_budget,
+                 setup.max_seqs if setup.max_seqs is not None else setup.users)
+    frontend = Frontend(sheet.magnitude("frontend_request_time", "s"),
+                        sheet.magnitude("frontend_token_time", "s/token"),
+                        bool(sheet.magnitude("frontend_coalesce")))
+    k = round(sheet.magnitude("spec_k"))
+    spec = Speculation(k, sheet.magnitude("spec_alpha"),
+                       rng if rng is not None else np.random.default_rng(setup.seed)) \
+        if k > 0 else None
+    return Engine(model, pol, reqs, _pool(sheet, k + 1), frontend, users=setup.users or 0,
+                  prefix_hit=sheet.magnitude("prefix_hit_rate"), cached=cached, spec=spec)
 
 
 def _lengths(sheet: Sheet, setup: Setup, rng: np.random.Generator) -> lens.Lengths:
@@ -145,18 +170,19 @@ def _arrivals(sheet: Sheet, setup: Setup, length: lens.Lengths, n: int,
     raise InputError("give --rate (open loop) or --users (closed loop)", name="--rate")
 
 
-def _cached(sheet: Sheet, hit: float, n: int, rng: np.random.Generator) -> list[bool] | None:
+def whole_hits(sheet: Sheet, n: int, rng: np.random.Generator) -> list[bool] | None:
     """``prefix_hit_whole``: which requests find their whole prompt cached (each with
     probability ``prefix_hit_rate``); None when hits are a share of every prompt."""
+    hit = sheet.magnitude("prefix_hit_rate")
     if not sheet.magnitude("prefix_hit_whole") or not hit:
         return None
     return [bool(u < hit) for u in rng.random(n)]
 
 
-def _pool(sheet: Sheet) -> BlockPool:
+def _pool(sheet: Sheet, rate: int = 1) -> BlockPool:
     bs = max(1, round(sheet.magnitude("block_size", "token")))
     total = int(sheet.magnitude("sim_kv_blocks"))
     if total < 1:
         raise InputError("no KV memory is left after the weights (kv_memory = 0): the "
                          "model does not fit", name="kv_memory")
-    return BlockPool(total=total, block_size=bs)
+    return BlockPool(total=total, block_size=bs, rate=rate)

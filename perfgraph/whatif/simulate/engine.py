@@ -14,12 +14,16 @@ first token and end are when the loop has streamed the step that made them.
 
 Decoders are counted in aggregate: every decoder gains a token per decode step, so a request
 that joined the decode phase at decode step ``j`` with ``g`` tokens out has ``g + G − j``
-at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those).
+at decode step ``G``, and ends at decode step ``j + osl − g`` (a heap of those). Under
+speculative decoding (:mod:`.speculation`) a decoder gains a drawn number of tokens a step,
+drawn when it joins: its count and end step are its draws', and the decoders' KV grows by
+the tokens all of them gain that step.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,12 +32,20 @@ import numpy as np
 
 from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool, blocks
+from perfgraph.whatif.simulate.preemption import make_room
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import Policy
+from perfgraph.whatif.simulate.speculation import Speculation
 from perfgraph.whatif.simulate.step_sheet import INPUTS, StepFailed, StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 
 RUN_CAP = 4096  # decode steps at most in one closed-form run (progress, Ctrl-C)
+
+
+def shared_prefix(share: float, plen: int) -> int:
+    """Tokens of a prompt of ``plen`` whose KV a hit of ``share`` finds cached: the last
+    token is always computed (its logits give the next token)."""
+    return min(int(share * plen), plen - 1)
 
 
 @dataclass
@@ -48,6 +60,9 @@ class Engine:
     #: per request, whether its prompt's full KV blocks are cached (``prefix_hit_whole``);
     #: None: every prompt reuses the share ``prefix_hit`` instead
     cached: list[bool] | None = None
+    #: per request, tokens of its prompt whose KV it brings (a hit the router placed, or a
+    #: prefill pool's hand-off); None: ``prefix_hit`` and ``cached`` say
+    given: list[int] | None = None
     now: float = 0.0
     out: float = 0.0  # when the last step's tokens reached their clients
     G: int = 0  # decode steps so far
@@ -65,13 +80,24 @@ class Engine:
     signal: int = 0  # the signal that stopped the run, 0 if none
     watch: int = -1  # the step (from 0) whose inputs to keep, for --explain-step
     watched: dict[str, float] | None = None  # its step sheet inputs (INPUTS), when it ran
+    spec: Speculation | None = None  # speculative decoding: tokens a decoder gains a step
+    #: no decode run goes past the step that ends after this time (a router may send the
+    #: engine a request then: :meth:`advance`)
+    horizon: float = math.inf
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: Callable[[int], None] | None = None) -> bool:
         """Run every request to its end; False when interrupted (Ctrl-C), the state partial."""
+        return self.advance(math.inf, progress)
+
+    def advance(self, until: float, progress: Callable[[int], None] | None = None) -> bool:
+        """Step until the engine's time reaches ``until`` (the step under way then ends) or
+        nothing is left to do, so that a router may send it requests at ``until`` (engines
+        side by side: :mod:`.cluster`); False when interrupted."""
         total, tick = self.reqs.n, 0
+        self.horizon = until
         try:
-            while self.completed < total:
+            while self.completed < total and self.now < until:
                 self._arrive()
                 if not self.order and not self.waiting:
                     if not self.frontend.waiting():
@@ -115,21 +141,29 @@ class Engine:
         if k <= 0:
             self._step()
             return
-        durations = self.model.decode_run(d, self.kv_dec, k)
+        gained = None if self.spec is None else self.spec.tokens(self.G, k)
+        durations = self.model.decode_run(d, self.kv_dec, k, gained)
         stops = self.now + np.cumsum(durations)
         if self.frontend.waiting() and not self.policy.static \
                 and len(self.order) < self.policy.max_seqs:
             seen = self.frontend.next_seen(stops, d)
             k = min(k, int(np.searchsorted(stops, seen)) + 1)
             durations, stops = durations[:k], stops[:k]
+        if self.horizon < stops[-1]:
+            k = min(k, int(np.searchsorted(stops, self.horizon)) + 1)
+            durations, stops = durations[:k], stops[:k]
+        grown = d * k if gained is None else int(gained[:k].sum())
         if 0 <= self.watch - self.log.count < k:
-            kv = self.kv_dec + d * (self.watch - self.log.count)
+            w = self.watch - self.log.count
+            kv = self.kv_dec + (d * w if gained is None else float(gained[:w].sum()))
             self._keep(d, 0, 1, kv, kv, 0.0)
-        out = self.frontend.run(stops, d)
-        self.log.run(stops, durations, d, self._kv_use(), d / self._kv_capacity(), out)
+        out = self.frontend.run(stops, d)  # a chunk a stream, however many tokens it holds
+        self.log.run(stops, durations, d, self._kv_use(), grown / k / self._kv_capacity(), out,
+                     None if gained is None else gained[:k],
+                     None if self.spec is None else self.spec.accepted(self.G, k))
         self.now, self.out = float(stops[-1]), float(out[-1])
         self.G += k
-        self.kv_dec += d * k
+        self.kv_dec += grown
         self._finish_due()
 
     def _kv_steps(self) -> int:
@@ -147,18 +181,24 @@ class Engine:
         held = self.kv_dec + self.pool.prefill * self.pool.block_size
         return min(1.0, held / self._kv_capacity())
 
+    def kv_free(self) -> float:
+        """KV tokens not held now (where cached prefixes of finished requests can stay)."""
+        return self._kv_capacity() - self.kv_dec - self.pool.prefill * self.pool.block_size
+
     def _recount(self) -> None:
         r, bs = self.reqs, self.pool.block_size
         held = sum(blocks(r.isl[i] + self._gen(i) - 1, bs) for i in self.decoding)
         self.pool.recount(self.G, held, self.n_dec)
 
     def _gen(self, i: int) -> int:
+        if self.spec is not None:
+            return self.reqs.gen_join[i] + self.spec.gained(i, self.G)
         return self.reqs.gen_join[i] + self.G - self.reqs.g_join[i]
 
     # ------------------------------------------------------------------ one step
     def _step(self) -> None:
         if self.n_dec and self.pool.safe_steps(self.G) < 1:
-            self._make_room()
+            make_room(self)
         pol = self.policy
         prefill_only = pol.static or (not pol.mixed and self._prefill_pending())
         d = 0 if prefill_only else self.n_dec
@@ -180,16 +220,20 @@ class Engine:
             self._keep(d, p, len(chunks), kv, self.kv_dec if d else 0, pairs)
         dt = model.time(d, p, kv, self.kv_dec if d else 0, pairs, len(chunks))
         self.now += dt
-        # its tokens out: the decodes' and each prompt finished (a first token, or a resumed
-        # request's next one after its re-prefill)
-        tokens = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
-        self.out = self.frontend.step(self.now, tokens)  # its end when the loop is idle
+        # its streams: the decodes' and each prompt finished (a first token, or a resumed
+        # request's next one after its re-prefill); a decode's chunk holds its tokens gained
+        streams = d + sum(1 for i, c in chunks if done[i] + c >= self.reqs.plen[i])
+        gained, accepted = d, None
+        if self.spec is not None:  # a step without decodes gains nothing
+            gained, accepted = self.spec.at(self.G) if d else (0, self.spec.hist[0] * 0)
+        self.out = self.frontend.step(self.now, streams)  # its end when the loop is idle
         if d:  # before the chunks join: a prompt done here decodes from the next step on
             self.G += 1
-            self.kv_dec += d
+            self.kv_dec += gained
             self.log.last_out = self.out
         self._apply(chunks)
-        self.log.step(self.now, dt, d, p, tokens, self._kv_use(), self.out)
+        self.log.step(self.now, dt, d, p, streams - d + gained, self._kv_use(), self.out,
+                      accepted)
         self._finish_due()
 
     def _keep(self, *inputs: float) -> None:
@@ -241,12 +285,16 @@ class Engine:
 
     def _start_of(self, i: int) -> int:
         r = self.reqs
-        if r.gen[i] or not self.prefix_hit:
+        if r.gen[i]:
+            return 0
+        if self.given is not None:
+            return self.given[i]
+        if not self.prefix_hit:
             return 0
         if self.cached is not None:  # whole prompts: its full blocks, the last token recomputed
             bs = self.pool.block_size
             return (r.plen[i] - 1) // bs * bs if self.cached[i] else 0
-        return min(int(self.prefix_hit * r.plen[i]), r.plen[i] - 1)
+        return shared_prefix(self.prefix_hit, r.plen[i])
 
     def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
         """Give request ``i`` the blocks for ``tokens`` tokens of KV, if the pool has them."""
@@ -288,7 +336,9 @@ class Engine:
         if r.gen[i] >= r.osl[i]:
             self._finish(i)
             return
-        heapq.heappush(self.ends, (self.G + r.osl[i] - r.gen[i], i, r.epoch[i]))
+        left = r.osl[i] - r.gen[i]
+        steps = left if self.spec is None else self.spec.join(i, self.G, left)
+        heapq.heappush(self.ends, (self.G + steps, i, r.epoch[i]))
 
     # ------------------------------------------------------------------ leaving
     def _finish_due(self) -> None:
@@ -302,6 +352,8 @@ class Engine:
         """Take decoder ``i`` out of the aggregates; returns its tokens out."""
         r = self.reqs
         gen = self._gen(i)
+        if self.spec is not None:
+            self.spec.leave(i, self.G)
         self.decoding.discard(i)
         self.order.remove(i)
         self.n_dec -= 1
@@ -322,41 +374,3 @@ class Engine:
             self.reqs.arrival[self.submitted] = sent
             self.frontend.send(sent, self.submitted)
             self.submitted += 1
-
-    def _make_room(self) -> None:
-        """The pool may be full: count exactly, and preempt the newest (recompute) until the
-        decoders' next tokens fit, as vLLM v1 does."""
-        self._recount()
-        bs, r = self.pool.block_size, self.reqs
-        need = sum(1 for i in self.decoding if (r.isl[i] + self._gen(i) - 1) % bs == 0)
-        while need > self.pool.total - self.pool.used_bound(self.G) and len(self.order) > 1:
-            victim = self.order[-1]
-            if victim in self.decoding:
-                if (r.isl[victim] + self._gen(victim) - 1) % bs == 0:
-                    need -= 1
-                self._preempt_decoder(victim)
-            else:
-                self._preempt_prefill(victim)
-        self._recount()
-
-    def _preempt_decoder(self, i: int) -> None:
-        r = self.reqs
-        gen = self._leave(i)
-        # its last token: the last decode step's, or its own prefill's if none ran since
-        r.gen[i], r.t_last[i] = gen, max(r.t_last[i], self.log.last_out)
-        self._requeue(i, r.isl[i] + gen)
-
-    def _preempt_prefill(self, i: int) -> None:
-        r = self.reqs
-        self.prefilling.remove(i)
-        self.order.remove(i)
-        self.pool.prefill -= r.held[i]
-        self._requeue(i, r.plen[i])
-
-    def _requeue(self, i: int, plen: int) -> None:
-        r = self.reqs
-        r.plen[i], r.done[i], r.held[i] = plen, 0, 0
-        r.epoch[i] += 1
-        r.preempted[i] += 1
-        self.preemptions += 1
-        self.waiting.appendleft(i)

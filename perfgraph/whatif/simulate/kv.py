@@ -8,7 +8,8 @@ holds at most ⌈Δ ÷ block_size⌉ more blocks, so ``used ≤ prefill + decode
 ⌈(G − mark) ÷ block_size⌉`` where ``grow`` is the number of decoders counted since the
 recount (one that leaves takes its current blocks off ``decode`` but stays in ``grow``, which
 keeps the bound an upper bound). Only when the bound says the pool may be full does the
-engine recount exactly (and preempt, if it really is).
+engine recount exactly (and preempt, if it really is). Under speculative decoding a
+decoder grows up to ``rate`` (k + 1) tokens a step, and the bound grows as fast.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ class BlockPool:
     decode: int = 0
     grow: int = 0
     mark: int = 0
+    rate: int = 1  # the most tokens a decoder gains a step
 
     def used_bound(self, step: int) -> int:
-        return self.prefill + self.decode + self.grow * blocks(step - self.mark, self.block_size)
+        return self.prefill + self.decode + self.grow * blocks(self.rate * (step - self.mark),
+                                                               self.block_size)
 
     def free_bound(self, step: int) -> int:
         """Blocks surely free at decode step ``step``."""
@@ -41,7 +44,7 @@ class BlockPool:
         room = self.total - self.prefill - self.decode
         if self.grow == 0:
             return 1 << 40 if room >= 0 else 0
-        return max(0, (room // self.grow) * self.block_size - (step - self.mark))
+        return max(0, (room // self.grow) * self.block_size // self.rate - (step - self.mark))
 
     def recount(self, step: int, decode_blocks: int, decoders: int) -> None:
         self.decode, self.grow, self.mark = decode_blocks, decoders, step

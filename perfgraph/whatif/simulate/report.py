@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -54,16 +55,7 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
               f"{_num(s['batch']['max'])}",
               f"  KV in use           mean {_num(100 * s['kv_use']['mean'])} %, max "
               f"{_num(100 * s['kv_use']['max'])} %"]
-    if s.get("frontend"):
-        f = s["frontend"]
-        lines += [f"  API server loop     busy {_num(100 * f['busy_share'])} % of the run "
-                  f"({_num(f['request_ms'])} ms a request, {_num(f['chunk_ms'])} ms a chunk"
-                  f"{', coalescing' if f['coalesce'] else ''})"
-                  + (": saturated, the loop and not the GPU sets the pace"
-                     if f["busy_share"] >= SATURATED else ""),
-                  f"  token lag           mean {_num(f['lag_ms']['mean'])} ms, p99 "
-                  f"{_num(f['lag_ms']['p99'])} ms, max {_num(f['lag_ms']['max'])} ms "
-                  f"(from a step's end to its tokens reaching their clients)"]
+    lines += _engine_lines(s)
     if s.get("run_measured"):
         lines += ["", f"  against the measured run ({s['measured_source']}): simulated / "
                       f"measured (error)"]
@@ -74,7 +66,50 @@ def table(s: dict[str, Any], title: str, sheet_line: str) -> str:
             lines.append(f"  {LABELS[metric]:6}" + ", ".join(cells))
     if s["dropped"]:
         lines.append(f"  dropped             {s['dropped']} (a prompt larger than KV memory)")
+    if s.get("replicas"):
+        lines += ["", *replica_lines(s["replicas"])]
     return "\n".join([*lines, "", sheet_line]) + "\n"
+
+
+def _engine_lines(s: dict[str, Any]) -> list[str]:
+    """What the summary says of speculation and of the API server's loop, when it has them."""
+    lines: list[str] = []
+    if s.get("speculation"):
+        sp = s["speculation"]
+        lines.append(f"  speculation         mean {_num(sp['accepted'])} tokens accepted a "
+                     f"decode a step (k = {sp['k']}; the sheet's spec_tokens_per_pass "
+                     f"{_num(sp['expected'])})")
+    if s.get("frontend"):
+        f = s["frontend"]
+        lines += [f"  API server loop     busy {_num(100 * f['busy_share'])} % of the run "
+                  f"({_num(f['request_ms'])} ms a request, {_num(f['chunk_ms'])} ms a chunk"
+                  f"{', coalescing' if f['coalesce'] else ''})"
+                  + (": saturated, the loop and not the GPU sets the pace"
+                     if f["busy_share"] >= SATURATED else ""),
+                  f"  token lag           mean {_num(f['lag_ms']['mean'])} ms, p99 "
+                  f"{_num(f['lag_ms']['p99'])} ms, max {_num(f['lag_ms']['max'])} ms "
+                  f"(from a step's end to its tokens reaching their clients)"]
+    return lines
+
+
+def replica_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each replica's load: its requests, the share of the run its steps took (busy), its
+    mean batch and KV use while busy, its requests' TTFT (a prefill replica's: to its own
+    prefill's end) and, with sessions, the share that found their prefix there (and of
+    those, copied back from host memory)."""
+    hits = any(r["hit_rate"] is not None for r in rows)
+    out = [f"  {'replica':12}{'requests':>14}{'busy':>9}{'batch':>8}{'KV use':>9}"
+           f"{'TTFT p50':>10}{'TTFT p99':>10} ms"
+           + ("   prefix hits (from host)" if hits else "")]
+    for r in rows:
+        out.append(f"  {r['pool'] + ' ' + str(r['replica']):12}"
+                   f"{r['requests']:>7} ({100 * r['share']:3.0f} %)"
+                   f"{_num(100 * r['busy']):>7} %{_num(r['batch']):>8}"
+                   f"{_num(100 * r['kv_use']):>7} %{_num(r['ttft_p50']):>10}"
+                   f"{_num(r['ttft_p99']):>10}"
+                   + (f"      {_num(100 * r['hit_rate'])} % ({_num(100 * r['reload_rate'])} %)"
+                      if hits else ""))
+    return out
 
 
 def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roofline") -> str:
@@ -100,22 +135,38 @@ def as_json(s: dict[str, Any], scenario: dict[str, str], prediction: str = "roof
            "preemptions": s["preemptions"], "dropped": s["dropped"],
            "batch": {k: q(v, "") for k, v in s["batch"].items()},
            "kv_use": {k: q(v, "") for k, v in s["kv_use"].items()},
+           "speculation": None if not s.get("speculation") else {
+               "k": s["speculation"]["k"],
+               "accepted_per_step": q(s["speculation"]["accepted"], "token"),
+               "spec_tokens_per_pass": q(s["speculation"]["expected"], "token")},
            "run_measured": {metric: {k: q(v, "ms") for k, v in got.items()}
                             for metric, got in (s.get("run_measured") or {}).items()},
-           "frontend": None if not s.get("frontend") else {
-               "request_time": q(s["frontend"]["request_ms"], "ms"),
-               "chunk_time": q(s["frontend"]["chunk_ms"], "ms"),
-               "coalesce": s["frontend"]["coalesce"],
-               "busy_share": q(s["frontend"]["busy_share"], ""),
-               "lag": {k: q(v, "ms") for k, v in s["frontend"]["lag_ms"].items()}},
+           "frontend": _frontend_json(s.get("frontend"), q),
            "overloaded": s["overload"] is not None,
            "overload": None if not s["overload"] else {
                "offered": q(s["overload"]["offered"], "request/s"),
                "sustained": q(s["overload"]["sustained"], "request/s"),
                "queue_growth": s["overload"]["queue_growth"]},
            "series": {"unit": {"t": "s", "batch": "", "kv_use": ""},
-                      "points": s["series"]}}
+                      "points": s["series"]},
+           "replicas": [_replica_json(r, q) for r in s.get("replicas") or []]}
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _frontend_json(f: dict[str, Any] | None, q: Callable[[float | None, str], Any]) -> Any:
+    return None if not f else {
+        "request_time": q(f["request_ms"], "ms"), "chunk_time": q(f["chunk_ms"], "ms"),
+        "coalesce": f["coalesce"], "busy_share": q(f["busy_share"], ""),
+        "lag": {k: q(v, "ms") for k, v in f["lag_ms"].items()}}
+
+
+def _replica_json(r: dict[str, Any], q: Callable[[float | None, str], Any]) -> dict[str, Any]:
+    return {"pool": r["pool"], "replica": r["replica"], "requests": r["requests"],
+            "share": q(r["share"], ""), "busy": q(r["busy"], ""), "batch": q(r["batch"], ""),
+            "kv_use": q(r["kv_use"], ""), "ttft_p50": q(r["ttft_p50"], "ms"),
+            "ttft_p99": q(r["ttft_p99"], "ms"),
+            "hit_rate": None if r["hit_rate"] is None else q(r["hit_rate"], ""),
+            "reload_rate": None if r["reload_rate"] is None else q(r["reload_rate"], "")}
 
 
 ROW_UNITS = {"request": "", "arrival": "s", "first_token": "s", "end": "s", "isl": "token",
@@ -132,18 +183,21 @@ def request_rows(run: Run) -> dict[str, np.ndarray]:
 
 
 def trace(run: Run) -> str:
-    """Chrome / Perfetto trace JSON: one slice per step, counters for batch and KV use."""
+    """Chrome / Perfetto trace JSON: one slice per step, counters for batch and KV use; a
+    pool's replicas each on a track (and counter) of their own."""
     st = run.engine.log.arrays()
     start = (st["end"] - st["dur"]) * 1e6
+    track = st.get("replica", np.zeros(start.size)) + 1
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "perfgraph simulate"}}]
-    for ts, dur, d, p, kv in zip(start.tolist(), (st["dur"] * 1e6).tolist(),
-                                 st["decodes"].tolist(), st["prefill"].tolist(),
-                                 st["kv"].tolist(), strict=True):
+    for ts, dur, d, p, kv, tid in zip(start.tolist(), (st["dur"] * 1e6).tolist(),
+                                      st["decodes"].tolist(), st["prefill"].tolist(),
+                                      st["kv"].tolist(), track.tolist(), strict=True):
         name = "prefill+decode" if p and d else ("prefill" if p else "decode")
-        events.append({"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": round(ts, 3),
-                       "dur": round(dur, 3),
+        events.append({"name": name, "ph": "X", "pid": 1, "tid": int(tid),
+                       "ts": round(ts, 3), "dur": round(dur, 3),
                        "args": {"decodes": int(d), "prefill_tokens": int(p)}})
-        events.append({"name": "batch", "ph": "C", "pid": 1, "ts": round(ts, 3),
+        events.append({"name": "batch" if tid == 1 else f"batch {int(tid) - 1}", "ph": "C",
+                       "pid": 1, "ts": round(ts, 3),
                        "args": {"decodes": int(d), "kv_use_pct": round(100 * kv, 2)}})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}) + "\n"

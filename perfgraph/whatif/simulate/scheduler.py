@@ -25,7 +25,9 @@
 ``max_num_seqs`` is the sheet's ``concurrency`` (requests in flight), or ``--max-num-seqs``.
 Under ``pp_steady_state`` a vLLM step with a token budget carries one batch of each of
 ``step_schedulers`` schedulers (V0's virtual engines), each with its own budget: up to that
-many budgets of prompt chunks a step, one prompt's chunk at most one budget.
+many budgets of prompt chunks a step, one prompt's chunk at most one budget. Under
+speculative decoding a decode takes k + 1 tokens of a fixed budget (its verify pass), as
+vLLM v1's scheduler counts a running request's spec tokens.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ class Policy:
     #: schedulers whose batches one step carries (``step_schedulers``): each has its own
     #: budget, so a step takes up to ``lanes`` budgets, one prompt's chunk at most one
     lanes: int = 1
+    decode_tokens: int = 1  # budget tokens a decode takes: spec_k + 1
 
     def prefill_budget(self, decodes: int) -> int:
         if self.fixed:
-            return max(0, self.lanes * self.fixed - decodes)
+            return max(0, self.lanes * self.fixed - decodes * self.decode_tokens)
         return self.lanes * (self.with_decodes if decodes else self.alone)
 
     def chunk_cap(self, decodes: int) -> int:
@@ -77,16 +80,17 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     context = max(1, math.ceil(m("max_context", "token")))
     budget = token_budget or _engine_budget(sheet)
     chunked = bool(m("chunked_prefill"))
+    per = round(m("spec_k")) + 1
     if name == "vllm":
         # V0's virtual engines each hold the engine's own budget (none in the seed's scheduler)
         lanes = max(1, math.floor(m("step_schedulers"))) if budget and chunked else 1
         return Policy(name, chunked, chunked, False, chunk, budget or context,
-                      budget if chunked else 0, seqs, lanes)
+                      budget if chunked else 0, seqs, lanes, per)
     if name == "sglang":
-        return Policy(name, False, True, False, 0, budget or context, 0, seqs)
+        return Policy(name, False, True, False, 0, budget or context, 0, seqs, 1, per)
     if name == "trtllm":
-        return Policy(name, True, True, False, 0, 0, budget or seqs + chunk, seqs)
-    return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs)
+        return Policy(name, True, True, False, 0, 0, budget or seqs * per + chunk, seqs, 1, per)
+    return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs, 1, per)
 
 
 def _engine_budget(sheet: Sheet) -> int:

@@ -48,9 +48,6 @@ class StepSheet:
     @classmethod
     def from_sheet(cls, sheet: Sheet) -> StepSheet:
         m = sheet.magnitude
-        if m("spec_k") > 0:
-            raise InputError(f"simulate does not model speculative decoding yet "
-                             f"(spec_k = {m('spec_k'):g}); set spec_k=0", name="spec_k")
         attention = m("prefill_attention_flops", "FLOP") > 0
         return cls(fuse(sheet, INPUTS, (OUTPUT,), BINDS),
                    fuse(sheet, INPUTS, (OUTPUT,), BINDS, columns=True),
@@ -86,11 +83,15 @@ class StepSheet:
         return self.pairs(float(start + tokens))[0] - (self.pairs(float(start))[0]
                                                         if start else 0.0)
 
-    def decode_run(self, decodes: int, kv_tokens: float, steps: int) -> np.ndarray:
+    def decode_run(self, decodes: int, kv_tokens: float, steps: int,
+                   gained: np.ndarray | None = None) -> np.ndarray:
         """Durations of ``steps`` decode-only steps in a row: the batch is fixed, each step's
-        KV read grows by ``decodes`` tokens (one evaluation over the run's columns; a short
-        run, or one whose columns have a row without a value, a call a step)."""
-        kv = kv_tokens + decodes * np.arange(steps, dtype=np.float64)
+        KV read grows by the tokens the step before gave (``gained``; ``decodes`` each when
+        None) (one evaluation over the run's columns; a short run, or one whose columns have
+        a row without a value, a call a step)."""
+        grown = decodes * np.arange(steps, dtype=np.float64) if gained is None else \
+            np.concatenate(([0.0], np.cumsum(gained[:steps - 1], dtype=np.float64)))
+        kv = kv_tokens + grown
         if steps > SHORT_RUN:
             try:
                 with np.errstate(all="ignore"):

@@ -4,10 +4,13 @@ Requests before ``warmup`` are left out. Rates are over the window from the firs
 arrival to the last arrival (the steady part: no ramp, no drain; the whole run when every
 request arrives at once). ITL is every decode token's gap: its step's duration (plus any
 change in how far the API server's loop lags, :mod:`.frontend`), weighted by the step's
-decodes, plus the longer gaps of preempted requests. TPOT is a request's (end − first
-token) ÷ (osl − 1), as vLLM's benchmark reports it, both taken when the client receives
-them. Goodput counts the measured requests that end in the window with TTFT ≤ ``ttft_slo``
-and TPOT ≤ ``itl_slo``.
+decodes, plus the longer gaps of preempted requests. Under speculative decoding a step gives
+a decode its tokens gained as one chunk; as SGLang's bench_serving counts it, the chunk's
+gap is spread over its tokens: a decode that gained a tokens gives a samples of gap ÷ a,
+so the mean ITL is the time per token and a step that gave one token weighs as one. TPOT
+is a request's (end − first token) ÷ (osl − 1), as vLLM's benchmark reports it, both taken
+when the client receives them. Goodput counts the measured requests that end in the
+window with TTFT ≤ ``ttft_slo`` and TPOT ≤ ``itl_slo``.
 """
 
 from __future__ import annotations
@@ -83,9 +86,11 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         "slo": {"ttft": slo_ttft * 1e3, "itl": slo_itl * 1e3},
         "preemptions": int(e.preemptions), "dropped": int(sum(e.reqs.dropped)),
         "batch": _mean_max(steps["decodes"][sel], dur),
+        "speculation": _speculation(run, sheet, sel),
         "kv_use": _mean_max(steps["kv"][sel], dur),
         "series": _series(steps), "overload": overload,
         "frontend": _frontend(run, steps),
+        "replicas": run.replicas,
     }
 
 
@@ -107,15 +112,22 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
              ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
+    itl, weights = step_gaps(steps)[after], steps["decodes"][after]
+    accepted = run.engine.log.accepted()
+    if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
+        a = np.arange(1, accepted.shape[1] + 1, dtype=float)
+        itl, weights = (itl[:, None] / a).ravel(), (accepted[after] * a).ravel()
     return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
-            "itl": (np.concatenate([_itl(steps)[after], gaps]),
-                    np.concatenate([steps["decodes"][after], np.ones(gaps.size)])),
+            "itl": (np.concatenate([itl, gaps]), np.concatenate([weights, np.ones(gaps.size)])),
             "e2e": (t["e2e"][ended], None)}
 
 
-def _itl(steps: dict[str, np.ndarray]) -> np.ndarray:
+def step_gaps(steps: dict[str, np.ndarray]) -> np.ndarray:
     """Each step's gap as its decoders' clients see it: its duration, plus how much later
-    than the step before it the API server's loop streamed it (0 when the loop keeps up)."""
+    than the step before it the API server's loop streamed it (0 when the loop keeps up);
+    a pool's steps carry each one's own (``itl``: its replica's step before it)."""
+    if "itl" in steps:
+        return steps["itl"]
     delay = steps["out"] - steps["end"]
     if not delay.any():
         return steps["dur"]
@@ -166,6 +178,19 @@ def _frontend(run: Run, steps: dict[str, np.ndarray]) -> dict[str, Any] | None:
     return {"request_ms": fe.t_req * 1e3, "chunk_ms": fe.t_tok * 1e3,
             "coalesce": fe.coalesce, "busy_share": fe.busy / span if span > 0 else math.nan,
             "lag_ms": {"mean": mean * 1e3, "p99": p99 * 1e3, "max": top * 1e3}}
+
+
+def _speculation(run: Run, sheet: Sheet, sel: np.ndarray) -> dict[str, float] | None:
+    """Speculative decoding: its k, the tokens a decode gained a step on average in the
+    window (accepted drafts and the target's own), and the sheet's expectation of it."""
+    accepted = run.engine.log.accepted()
+    if accepted is None:
+        return None
+    counts = accepted[sel].sum(axis=0)
+    a = np.arange(1, counts.size + 1)
+    return {"k": counts.size - 1,
+            "accepted": float((counts * a).sum() / counts.sum()) if counts.sum() else math.nan,
+            "expected": sheet.magnitude("spec_tokens_per_pass")}
 
 
 def _mean_max(values: np.ndarray, dur: np.ndarray) -> dict[str, float]:

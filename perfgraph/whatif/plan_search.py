@@ -31,7 +31,8 @@ from perfgraph.errors import (
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
-from perfgraph.whatif import grid, sweep
+from perfgraph.whatif import grid
+from perfgraph.whatif import sweep_axes as sweep
 from perfgraph.whatif.plan_prices import PRICES_FILE as PRICES_FILE
 from perfgraph.whatif.plan_prices import prices as prices
 from perfgraph.whatif.plan_question import OBJECTIVES as OBJECTIVES

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 from perfgraph.engine.numbers import number, quantity
-from perfgraph.measured.compare import (
+from perfgraph.measured.comparison import (
     MBU_FORMULA,
     METRICS,
     MFU_FORMULA,
@@ -23,7 +23,7 @@ from perfgraph.measured.compare import (
 )
 from perfgraph.measured.findings import _pct as pct
 from perfgraph.measured.reading import Measured
-from perfgraph.output import percentiles as pcts
+from perfgraph.output import percentile_columns as pcts
 
 _HEAD = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2EL", "throughput": "throughput"}
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from perfgraph._infra import parquet
+from perfgraph._infra import parquet_write as parquet
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit

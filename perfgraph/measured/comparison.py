@@ -42,7 +42,7 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
-from perfgraph.measured.setup import CONFIG_CELLS, Baseline, Setup, setup_run
+from perfgraph.measured.setup import CONFIG_CELLS, Baseline, RunSetup, setup_run
 from perfgraph.measured.setup import at_capacity as at_capacity
 from perfgraph.measured.setup import config_columns as config_columns
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -82,7 +82,7 @@ _THROUGHPUTS = ("output_throughput", "throughput_per_gpu", "total_throughput")
 @dataclass(frozen=True)
 class Comparison:
     run: MeasuredRun
-    setup: Setup
+    setup: RunSetup
     metrics: tuple[MetricComparison, ...]
     mfu: float | None  # from the measured throughput, as a fraction
     mbu: float | None  # from the measured TPOT, as a fraction
@@ -146,11 +146,11 @@ def with_percentiles(comparisons: Iterable[Comparison], base: Baseline,
                  for c in comparisons)
 
 
-def _failed(run: MeasuredRun, setup: Setup, why: str) -> Comparison:
+def _failed(run: MeasuredRun, setup: RunSetup, why: str) -> Comparison:
     return Comparison(run, setup, (), None, None, None, None, (), error=why)
 
 
-def _roofline_only(setup: Setup, spec: ScenarioSpec) -> Setup:
+def _roofline_only(setup: RunSetup, spec: ScenarioSpec) -> RunSetup:
     """The notes of a run ``--calibration auto`` found no shipped profile for: the roofline
     alone, and no word of a calibrated model."""
     notes = [n for n in setup.notes if not n.startswith("calibrated by ")]
@@ -166,7 +166,7 @@ def reference(comparisons: Sequence[Comparison], base: Baseline) -> str:
     return base.reference if predicted else "roofline"
 
 
-def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: Baseline,
+def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[RunSetup], base: Baseline,
                    levers: bool) -> list[Comparison]:
     try:
         spec = setups[0].spec(base.spec)
@@ -215,7 +215,7 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[Setup], base: B
     return out
 
 
-def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[Setup],
+def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[RunSetup],
                      e2el: np.ndarray) -> np.ndarray:
     """The model's E2EL (ms) at each run's ``e2el_osl`` where that differs from its ``osl``."""
     osl = np.array([s.e2el_osl if s.e2el_osl is not None else s.osl for s in setups],
@@ -226,7 +226,7 @@ def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Seque
     return in_unit(sheet, values, "e2e_latency", "ms")
 
 
-def _osl_said(setup: Setup) -> str:
+def _osl_said(setup: RunSetup) -> str:
     """Which OSL the E2EL comparison used, for its definition line."""
     if setup.e2el_osl is not None and setup.e2el_osl != setup.osl:
         return "the run's implied mean OSL (worked out from its own numbers), not the " \
@@ -261,7 +261,7 @@ def measured_utilisation(sheet: Sheet, cols: Mapping[str, np.ndarray],
             "decode_headroom": in_unit(fork, values, "decode_headroom", "")}
 
 
-def _measured(run: MeasuredRun, setup: Setup, gpus: float) -> _Measured:
+def _measured(run: MeasuredRun, setup: RunSetup, gpus: float) -> _Measured:
     latencies = {}
     for metric, (_, _, keys) in LATENCIES.items():
         key = next((k for k in keys if k in run.metrics), None)
@@ -294,7 +294,7 @@ def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
     return out
 
 
-def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: Setup,
+def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: RunSetup,
              measured: _Measured) -> tuple[MetricComparison, ...]:
     out = []
     for metric, (cell, unit_text, _) in LATENCIES.items():
@@ -330,7 +330,7 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _why(sheet: Sheet, setup: Setup, cell: str) -> str:
+def _why(sheet: Sheet, setup: RunSetup, cell: str) -> str:
     """Why the model has no value for ``cell`` at this run's configuration."""
     fork = sheet.fork()
     try:

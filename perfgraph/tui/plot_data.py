@@ -6,7 +6,7 @@
 * Throughput and ITL against concurrency: the whole sheet evaluated over a column of
   concurrencies (``Sheet.evaluate_columns``), not one ``set`` per point.
 
-A measured run (a later issue) joins a plot as one more :class:`Series`.
+A measured run (a later issue) joins a plot as one more :class:`PlotSeries`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ CONCURRENCY_POINTS = 64
 
 
 @dataclass(frozen=True)
-class Series:
+class PlotSeries:
     """One line or set of points on a plot."""
 
     label: str
@@ -33,17 +33,17 @@ class Series:
 
 @dataclass(frozen=True)
 class Roofline:
-    roof: Series
+    roof: PlotSeries
     ridge: float
-    points: tuple[Series, ...]
+    points: tuple[PlotSeries, ...]
     x_unit: str
     y_unit: str
 
 
 @dataclass(frozen=True)
 class ConcurrencyCurves:
-    throughput: Series
-    itl: Series
+    throughput: PlotSeries
+    itl: PlotSeries
     current: float
     kv_limit: float | None
     throughput_unit: str
@@ -54,12 +54,12 @@ def _ok(sheet: Sheet, *names: str) -> bool:
     return all(sheet.error(n) is None for n in names)
 
 
-def _series(label: str, x: np.ndarray, y: np.ndarray) -> Series:
+def _series(label: str, x: np.ndarray, y: np.ndarray) -> PlotSeries:
     keep = np.isfinite(x) & np.isfinite(y) & (y > 0)
-    return Series(label, tuple(map(float, x[keep])), tuple(map(float, y[keep])))
+    return PlotSeries(label, tuple(map(float, x[keep])), tuple(map(float, y[keep])))
 
 
-def roofline(sheet: Sheet) -> Roofline | None:
+def dashboard_roofline(sheet: Sheet) -> Roofline | None:
     """The roofline of one GPU and the scenario on it; None if its inputs failed."""
     if not _ok(sheet, "ridge_point", "decode_intensity", "prefill_intensity"):
         return None
@@ -74,7 +74,7 @@ def roofline(sheet: Sheet) -> Roofline | None:
     for label, x, y in (("decode", "decode_intensity", "attainable_flops"),
                         ("prefill", "prefill_intensity", "prefill_attainable_flops")):
         if _ok(sheet, x, y):
-            points.append(Series(label, (sheet.magnitude(x),), (sheet.magnitude(y),)))
+            points.append(PlotSeries(label, (sheet.magnitude(x),), (sheet.magnitude(y),)))
     decl = sheet.declaration
     return Roofline(_series("roof", xs, cols["attainable_flops"]), ridge, tuple(points),
                     decl("ridge_point").unit, decl("attainable_flops").unit)

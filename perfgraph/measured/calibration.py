@@ -10,7 +10,7 @@ where no engine is slower), and the exposed fraction of TP all-reduces (0–1). 
 on the structure of ``perfgraph/scenario/sheets/realistic.toml`` (``STRUCTURE``: each step
 carries its prefill chunk), sets the targets as columns of ``Sheet.evaluate_columns`` and
 compares the model's TTFT, TPOT and throughput with each run's, like for like
-(``perfgraph.measured.compare.like_for_like``), by bounded least squares in log space
+(``perfgraph.measured.comparison.like_for_like``), by bounded least squares in log space
 (``scipy.optimize.least_squares``, trust-region reflective, from several starts): the sum over
 runs and metrics of (log model − log measured)².  The structure includes closed-loop
 queueing (prefills behind each other, users whose KV does not fit waiting); TTFTs of runs
@@ -37,7 +37,7 @@ import numpy as np
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.compare import Comparison, compare_runs, config_columns, like_for_like
+from perfgraph.measured.comparison import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
 from perfgraph.measured.span import domain_of
 from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target, unidentified

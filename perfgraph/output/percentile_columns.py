@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perfgraph.engine.numbers import quantity
-from perfgraph.measured.compare import Comparison
+from perfgraph.measured.comparison import Comparison
 from perfgraph.measured.percentiles import METRICS, NO_RECORD, STATS, Percentiles
 
 COLUMNS = tuple(f"{m.upper()} {s}" for m in METRICS for s in STATS)
