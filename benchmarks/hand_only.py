@@ -1,11 +1,13 @@
 """The baseline for ``sweep --only``: a hand-written NumPy + pyarrow script that computes
-eight columns of the default sheet over the sweep's points and writes them to Parquet.
+seven columns of the default sheet over the sweep's points and writes them to Parquet.
 
-It is what a user would write without perfgraph: only the formulas those eight columns read
-(39 cells), the scenario's constants as Python floats in canonical units (B, s, FLOP, token),
+It is what a user would write without perfgraph: only the formulas those seven columns read,
+the scenario's constants as Python floats in canonical units (B, s, FLOP, token),
 the on/off cells' branches taken in Python, each column converted to its declared unit, then
 one ``pyarrow.parquet.write_table`` with the sweep's compression. ``bench_sweep.py`` checks it
-against the engine on every column before timing it.
+against the engine on every column before timing it. (``max_concurrency_paged`` was an
+eighth until the KV memory came to depend, row by row, on the engine's runtime reserve:
+activation and request-table memory that this baseline does not type out.)
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ONLY = ["ttft", "itl", "e2e_latency", "throughput", "throughput_per_gpu", "decode_step_time",
-        "kv_bytes_per_seq", "max_concurrency_paged"]
+        "kv_bytes_per_seq"]
 
 
 def columns(c: Mapping[str, float], isl: np.ndarray, concurrency: np.ndarray, tp: np.ndarray,
             ) -> dict[str, np.ndarray]:
-    """The eight columns, canonical units; ``c`` holds every constant cell (canonical)."""
+    """The seven columns, canonical units; ``c`` holds every constant cell (canonical)."""
     avg_context = isl + c["osl"] / 2
     weights_per_step = np.minimum(c["n_params"], concurrency * c["n_active_params"]) \
         * c["weight_bytes"]
@@ -42,8 +44,6 @@ def columns(c: Mapping[str, float], isl: np.ndarray, concurrency: np.ndarray, tp
     prefill_flops = isl * c["flops_per_token"] + prefill_attention
     kv_total = concurrency * kv_per_seq
     decode_flops = concurrency * (c["spec_k"] + 1) * (c["flops_per_token"] + decode_attention)
-    kv_memory = np.maximum(0, c["gpu_memory_utilization"] * n_gpus * c["hbm_capacity"]
-                           - c["weights_bytes"])
     prefill_time = np.maximum(prefill_flops / achievable_flops,
                               prefill_bytes / achievable_bandwidth) + c["step_overhead"]
     if c["chunked_prefill"] and c["continuous_batching"]:
@@ -54,8 +54,6 @@ def columns(c: Mapping[str, float], isl: np.ndarray, concurrency: np.ndarray, tp
     mb, pp = c["pp_microbatches"], c["pp"]
     memory_time = (weights_per_step + kv_total / mb) / (pp * achievable_bandwidth)
     compute_time = decode_flops / (mb * pp * achievable_flops)
-    block = c["block_size"]
-    max_paged = kv_memory / (np.ceil(avg_context / block) * block * c["kv_bytes_per_token"])
     per_token_prefill = c["flops_per_token"] + (prefill_attention / isl if attention else 0.0)
     total_prefill = non_overlapped * per_token_prefill / achievable_flops
     step = (mb + pp - 1) * np.maximum(memory_time, compute_time) + c["step_overhead"]
@@ -65,7 +63,7 @@ def columns(c: Mapping[str, float], isl: np.ndarray, concurrency: np.ndarray, tp
     throughput = concurrency * c["osl"] / (total_prefill + total_decode)
     return {"ttft": prefill_time, "itl": itl, "e2e_latency": e2e, "throughput": throughput,
             "throughput_per_gpu": throughput / n_gpus, "decode_step_time": step,
-            "kv_bytes_per_seq": kv_per_seq, "max_concurrency_paged": max_paged}
+            "kv_bytes_per_seq": kv_per_seq}
 
 
 def constants(raw: Callable[[str], float], names: list[str]) -> dict[str, float]:
@@ -74,7 +72,7 @@ def constants(raw: Callable[[str], float], names: list[str]) -> dict[str, float]
 
 def write(path: Path, grid: Mapping[str, np.ndarray], c: Mapping[str, float],
           factors: Mapping[str, float], choices: Mapping[str, str]) -> None:
-    """Compute the eight columns over ``grid`` (declared units) and write them."""
+    """Compute the seven columns over ``grid`` (declared units) and write them."""
     isl = grid["isl"] * factors["isl"]
     got = columns(c, isl, grid["concurrency"], grid["tp"])
     with np.errstate(all="ignore"):

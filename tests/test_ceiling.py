@@ -5,7 +5,7 @@ against the roofline at its own configuration, reaches at most 100% of possible 
 Files whose model, hardware or precision the file does not name get them from OPTIONS (what
 PROVENANCE.md says of them); runs that cannot be modelled (a model or GPU not yet in the
 catalog) are not compared and not counted here. ``_offenders`` also gives the distribution
-that benchmarks/ceiling_distribution.py prints.
+that benchmarks/research/ceiling_distribution.py prints.
 """
 
 from __future__ import annotations

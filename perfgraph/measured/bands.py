@@ -7,10 +7,10 @@ on the median log ratio m, half-width q the ⌈0.8 (n + 1)⌉-th smallest |log r
 runs (the largest when that rank passes n), so [e^(m − q), e^(m + q)] (``[profile.bands]``,
 read by perfgraph.scenario.profiles). With the handful of runs a split holds, the plain
 p10–p90 of the ratios is too narrow: a new run falls outside it far more than one time in
-five (54% coverage on the project's splits, benchmarks/README.md); the conformal rank is the
-finite-sample correction. Whether the band deserves its name is measured, not assumed: on
-held-out runs the band was not taken from, the share whose measured value falls inside it
-(:func:`coverage`) should be near 80%.
+five (54% coverage on the project's splits: benchmarks/research/validate_calibration.py);
+the conformal rank is the finite-sample correction. Whether the band deserves its name is
+measured, not assumed: on held-out runs the band was not taken from, the share whose
+measured value falls inside it (:func:`coverage`) should be near 80%.
 """
 
 from __future__ import annotations

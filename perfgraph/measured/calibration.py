@@ -54,7 +54,7 @@ class MetricError:
     calibrated: float | None  # the same after it
     calibrated_p90: float | None = None  # the 90th percentile after it
     #: each run's |model/measured − 1| after the fit, so that errors of several fits can be
-    #: pooled (benchmarks/validate_calibration.py: the median over every held-out run)
+    #: pooled (benchmarks/research/validate_calibration.py: the median over every held-out run)
     errors: tuple[float, ...] = ()
     #: each run's measured / model after the fit (signed: the bands' quantiles pool these)
     ratios: tuple[float, ...] = ()

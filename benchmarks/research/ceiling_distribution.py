@@ -1,6 +1,6 @@
-"""The distribution of "% of possible" over every measured run the project ships (issue 11).
+"""The distribution of "% of possible" over every measured run the project ships.
 
-    python3 benchmarks/ceiling_distribution.py
+    python3 benchmarks/research/ceiling_distribution.py
 
 For each folder of tests/data/measured, the throughput and TPOT of each compared run as a
 share of its roofline ceiling (at the run's own configuration): min, median, p90, max. No
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfgraph.errors import MeasuredFileError  # noqa: E402

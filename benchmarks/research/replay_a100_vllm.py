@@ -3,10 +3,11 @@
 others held out, and hold each run's simulated p50 and p99 TTFT and TPOT (``compare``'s
 percentiles: ``perfgraph simulate`` of the run's own requests) against what it measured.
 
-Run: PYTHONPATH=. python3 benchmarks/replay_a100_vllm.py [--fit 01,16] [--roofline]
+Run: python3 benchmarks/research/replay_a100_vllm.py --data DIR [--fit 01,16] [--roofline]
      [--frontend loop|fit|fit-all|off] [--frontend-times REQ_MS,TOK_MS] [--chunk-steps]
      [--per-engine]
-Data: /work/shared/measured/a100_vllm_llama33_70b (tests/data/measured/PROVENANCE.md). The
+Data: DIR is the a100_vllm_llama33_70b folder of surajssd/llm-k8s (every run, the server
+logs and scripts; tests/data/measured/ keeps only two bursts: PROVENANCE.md there). The
 runs name their GPU (a100-40gb in the catalog) and, in their .commands files, TP and PP.
 
 What the deployment is, from its logs and manifests (configs_at_58b61c5, lws-run-1.sh):
@@ -56,8 +57,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from perfgraph.measured.calibration import calibrate, overlay_text
 from perfgraph.measured.comparison import Comparison, compare_runs
@@ -67,7 +71,8 @@ from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, parse_set
 from perfgraph.whatif.simulate.prefix import run_hit_rates, server_hit_rate, virtual_engine_hit
 
-ROOT = Path("/work/shared/measured/a100_vllm_llama33_70b")
+#: the runs' folder (``--data``), set once before anything is read
+ROOT = Path()
 CONFIGS = {"01_tp8_pp1": ("tp8_pp1", ["max_num_batched_tokens=2048 token"]),
            "03_tp4_pp2_IB": ("tp4_pp2", ["max_num_batched_tokens=2048 token",
                                          "microbatches=2", "pp_steady_state=true",
@@ -77,7 +82,7 @@ REPEATS = {"04_tp4_pp2_IB": "03_tp4_pp2_IB"}
 RATES = ("01", "04", "16", "inf")
 #: each PP folder's server console log (03: started 16:07:56, runs 16:16 to 16:24; 04, the
 #: same command repeated: started 17:01:25, runs 17:07 to 17:15)
-PP_LOGS = {"03_tp4_pp2_IB": ROOT / "lws-run-1.sh", "04_tp4_pp2_IB": ROOT / "lws-run-2.sh"}
+PP_LOGS = {"03_tp4_pp2_IB": "lws-run-1.sh", "04_tp4_pp2_IB": "lws-run-2.sh"}
 #: the run the front end's per-request time is fitted on: the repeat's burst, a deployment
 #: apart from every replayed run (bound: ≤ 1/70 s, vLLM PR #12287's V1 front-end rate)
 FRONTEND_FIT, FRONTEND_MAX = ("04_tp4_pp2_IB", "inf"), 1 / 70
@@ -163,7 +168,7 @@ def base_for_fit() -> Baseline:
 def pp_lifetime_hits(folder: str = "03_tp4_pp2_IB") -> list[float]:
     """V0's lifetime prefix-cache hit rate at the end of each of a PP folder's runs: the last
     value its server logged before the next run's client started (and the last logged)."""
-    log, runs = PP_LOGS[folder], ROOT / folder / "benchmark-script-run.sh"
+    log, runs = ROOT / PP_LOGS[folder], ROOT / folder / "benchmark-script-run.sh"
     stamp = re.compile(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) .*?"
                        r"(?:Prefix cache hit rate: GPU: ([\d.]+)%|(\[__init__))")
     logged = [(m[1], float(m[2]) / 100) for m in stamp.finditer(log.read_text()) if m[2]]
@@ -326,7 +331,9 @@ def loop_times(text: str) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, metavar="DIR",
+                        help="the a100_vllm_llama33_70b folder (every run and server log)")
     parser.add_argument("--fit", default="01,16", help="rates fitted on (the rest held out)")
     parser.add_argument("--roofline", action="store_true", help="also the roofline table")
     parser.add_argument("--frontend", choices=("fit", "fit-all", "loop", "off"),
@@ -345,6 +352,12 @@ def main() -> None:
                         help="refit seq_step_overhead per engine generation (V1: TP8, V0: "
                              "PP) on its own fitted runs, the rest held at the shared fit")
     args = parser.parse_args()
+    global ROOT
+    ROOT = args.data.resolve()
+    missing = [f for f in (*CONFIGS, *PP_LOGS.values()) if not (ROOT / f).exists()]
+    if missing:
+        parser.error(f"--data {args.data}: no {', '.join(missing)} there (expected the "
+                     "a100_vllm_llama33_70b folder)")
     if args.chunk_steps:
         COMMON.append("prefill_chunk_steps=true")
     fit_rates = tuple(args.fit.split(","))
