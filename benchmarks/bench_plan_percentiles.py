@@ -37,18 +37,11 @@ def main() -> None:
     start = time.perf_counter()
     result = plan.run(spec, q)
     searched = time.perf_counter() - start
-    order = [int(i) for i in result.order()]
-
-    def disaggregated(i: int) -> bool:
-        return bool(result.choices(int(result.rows[i])).get("disaggregated", 0.0))
-
-    rows = [i for i in order if not disaggregated(i)][:args.candidates]
-    jobs = pp.jobs_for(rows, lambda i: best_spec(result, i, None),
-                       lambda i: int(result.values["deployment_replicas"][i]), q.rate,
-                       args.requests)
     start = time.perf_counter()
-    pooled = pp.run_jobs(jobs, slos, workers=args.jobs)
+    held = pp.hold_plan(result, slos, lambda i: best_spec(result, i, None), args.requests,
+                        args.candidates, workers=args.jobs)  # what plan itself runs
     pool_s = time.perf_counter() - start
+    jobs, pooled = held.jobs, list(held.outcomes)
     start = time.perf_counter()
     serial = pp.run_jobs(jobs, slos, workers=1)
     serial_s = time.perf_counter() - start

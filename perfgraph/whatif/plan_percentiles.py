@@ -31,6 +31,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.plan_question import parse_slo
+from perfgraph.whatif.plan_search import Result
 from perfgraph.whatif.simulate import Run, Setup, simulate
 from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
@@ -267,3 +268,38 @@ def hold(rows: Sequence[int], disaggregated: Callable[[int], bool],
     outcomes = run_jobs(jobs, slos, workers, ray_address)
     best = next((o.row for o in outcomes if o.meets), None)
     return Held(best, tuple(outcomes), skipped, slos, tuple(jobs))
+
+
+def hold_plan(result: Result, slos: tuple[PercentileSlo, ...],
+              spec_of: Callable[[int], ScenarioSpec], requests: int = DEFAULT_REQUESTS,
+              candidates: int = DEFAULT_CANDIDATES, workers: int | None = None,
+              ray_address: str | None = None) -> Held:
+    """The analytic plan's best deployments simulated (:func:`hold`), each a feasible row of
+    ``result`` (its position, best first), ``spec_of`` giving a row's scenario: at the
+    question's rate, with its replicas (or a disaggregated row's two pools) and its engine's
+    token budget, once per deployment at its largest batch."""
+    values = result.values
+
+    def choice(i: int) -> dict[str, str | float]:
+        return result.choices(int(result.rows[i]))
+
+    def replicas_of(i: int) -> int:
+        return int(values["deployment_replicas"][i])
+
+    def pools_of(i: int) -> tuple[int, int] | None:
+        if not choice(i).get("disaggregated", 0.0):
+            return None
+        return int(values["prefill_pool_replicas"][i]), int(values["decode_replicas_at_batch"][i])
+
+    def budget_of(i: int) -> int:
+        sheet = result.sheet_at(int(result.rows[i]))
+        return max(1, int(sheet.magnitude("max_num_batched_tokens", "token")))
+
+    def deployment(i: int) -> tuple:
+        return (*(v for k, v in choice(i).items() if k != "concurrency"), replicas_of(i))
+
+    return hold([int(i) for i in result.order()], lambda _: False,  # both kinds run
+                lambda rows: jobs_for(rows, spec_of, replicas_of, result.question.rate,
+                                      requests, budget_of, pools_of=pools_of),
+                slos, candidates, workers, ray_address, key=deployment,
+                batch=lambda i: float(choice(i)["concurrency"]))

@@ -175,33 +175,8 @@ def _question(spec: ScenarioSpec, args: argparse.Namespace,
 def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
           args: argparse.Namespace) -> pp.Held:
     """The analytic plan's best candidates simulated, the first that meets ``slos`` chosen."""
-    def spec_of(i: int) -> ScenarioSpec:
-        return best_spec(result, i, args.prices)
-
-    def replicas_of(i: int) -> int:
-        return int(result.values["deployment_replicas"][i])
-
-    def disaggregated(i: int) -> bool:
-        return bool(result.choices(int(result.rows[i])).get("disaggregated", 0.0))
-
-    def pools_of(i: int) -> tuple[int, int] | None:
-        v = result.values
-        return ((int(v["prefill_pool_replicas"][i]), int(v["decode_replicas_at_batch"][i]))
-                if disaggregated(i) else None)
-
-    def budget_of(i: int) -> int:
-        sheet = result.sheet_at(int(result.rows[i]))
-        return max(1, int(sheet.magnitude("max_num_batched_tokens", "token")))
-
-    def deployment(i: int) -> tuple:
-        choice = result.choices(int(result.rows[i]))
-        return (*(v for k, v in choice.items() if k != "concurrency"), replicas_of(i))
-
-    return pp.hold([int(i) for i in result.order()], lambda _: False,  # both kinds run
-                   lambda rows: pp.jobs_for(rows, spec_of, replicas_of, result.question.rate,
-                                            args.requests, budget_of, pools_of=pools_of),
-                   slos, args.simulate, args.jobs, args.ray, key=deployment,
-                   batch=lambda i: float(result.choices(int(result.rows[i]))["concurrency"]))
+    return pp.hold_plan(result, slos, lambda i: best_spec(result, i, args.prices),
+                        args.requests, args.simulate, args.jobs, args.ray)
 
 
 def _pools(ans: dict) -> dict[str, int]:
