@@ -25,7 +25,7 @@ def test_the_catalogs_hold_what_the_issue_lists() -> None:
                            "deepseek-r1-0528", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                            "llama-4-scout", "llama-4-maverick", "kimi-k2-instruct",
                            "gemma-3-27b", "qwen3-next-80b-a3b", "mistral-7b", "deepseek-v3.2",
-                           "qwen3-coder-480b-a35b", "deepseek-v2.5"}
+                           "qwen3-coder-480b-a35b", "deepseek-v2.5", "glm-4.5"}
     assert set(WORKLOADS) >= {"chat-1k1k", "long-prompt-8k1k", "long-output-1k8k"}
     assert len(WORKLOADS) >= 4
 

@@ -179,7 +179,8 @@ CATALOG = [("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
            ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528"),
            ("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2"),
            ("deepseek-v2.5", "deepseek-ai/DeepSeek-V2.5"),
-           ("qwen3-coder-480b-a35b", "Qwen/Qwen3-Coder-480B-A35B-Instruct")]
+           ("qwen3-coder-480b-a35b", "Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+           ("glm-4.5", "zai-org/GLM-4.5")]
 CONFIG_OF = {"kimi-k2-instruct": "kimi-k2"}
 
 
@@ -230,6 +231,30 @@ def test_new_catalog_entries_match_their_config_json(slug: str, kv_key: str, exp
     assert (values["n_params"], values["n_active_params"]) == count_params(cfg)
     assert values["n_params"] == pytest.approx(total, rel=rel)
     assert values["n_active_params"] == pytest.approx(active, rel=0.04)
+
+
+def test_glm_4_5_matches_its_documented_architecture_and_quoted_size() -> None:
+    """GLM-4.5's config.json is assembled from its documented architecture (PROVENANCE.md):
+    92 layers, the first 3 dense; 5120 hidden, 96 heads, 8 KV heads of 128; 160 routed experts
+    of 1536, top-8, one shared. Zhipu's 355B counts the one MTP layer the catalog leaves out
+    (eh_proj 2d x d, two norms, one more attention + MoE layer); its 32B active leaves out the
+    embedding lookup."""
+    cfg = config("glm-4.5")
+    values = tomllib.loads((ROOT / "models" / "glm-4.5.toml").read_text())["values"]
+    d, e = 5120, 1536
+    assert (values["n_layers"], values["n_moe_layers"], values["d_model"], values["n_heads"],
+            values["n_kv_heads"], values["head_dim"], values["n_routed_experts"],
+            values["n_experts_per_tok"]) == (92, 89, 5120, 96, 8, 128, 160, 8)
+    assert values["params_routed_experts"] == 89 * 160 * 3 * d * e
+    assert values["params_shared_experts"] == 89 * 3 * d * e
+    assert (values["n_params"], values["n_active_params"]) == count_params(cfg)
+    attention = (d * 96 * 128 + 96 * 128 + 2 * (d * 8 * 128 + 8 * 128)   # q, k, v with bias
+                 + 96 * 128 * d + 2 * 128 + 2 * d)                          # o, QK norms, 2 norms
+    moe = d * 160 + 160 + 161 * 3 * d * e                                   # router + bias, experts
+    mtp = 2 * d * d + 2 * d + attention + moe + d  # eh_proj, 2 norms, head norm
+    assert values["n_params"] + mtp == pytest.approx(355e9, rel=0.01)
+    assert values["n_active_params"] - values["params_embedding"] / 2 == \
+        pytest.approx(32e9, rel=0.03)
 
 
 def test_deepseek_v3_2_carries_its_indexer_fields() -> None:
