@@ -46,12 +46,7 @@ class PlanRow:
     def cells(self) -> tuple[tuple[str, str], ...]:
         """The plan's cell choices as ``--set`` pairs (hardware, precision and the engine are
         catalog choices, not cells)."""
-        return tuple((k, _text(v)) for k, v in self.choices.items()
-                     if k not in CATALOG_CHOICES)
-
-
-#: A plan's choices that switch the scenario rather than set a cell.
-CATALOG_CHOICES = ("hardware", "precision", "engine")
+        return tuple((k, _text(v)) for k, v in self.plan.cells)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ class DisaggregatedPools:
     decode: GpuPool
 
 
+#: A plan's choices that switch the scenario (a catalog entry, an engine) rather than set a cell.
+CATALOG_AXES = ("hardware", "precision", "engine")
 #: Where a plan's replicas run: aggregated, one pool whose replicas each serve both phases;
 #: disaggregated, a prefill pool and a decode pool.
 PlanPools = GpuPool | DisaggregatedPools
@@ -78,6 +80,18 @@ class PlanCandidate:
     @property
     def precision(self) -> str:
         return str(self.choices["precision"])
+
+    @property
+    def catalog(self) -> dict[str, str]:
+        """The catalog choices it makes (hardware, precision, and the engine where the answer
+        names it), which switch the scenario rather than set a cell."""
+        return {k: str(self.choices[k]) for k in CATALOG_AXES if k in self.choices}
+
+    @property
+    def cells(self) -> tuple[tuple[str, float], ...]:
+        """The searched cells' values (every axis but the catalog choices: engine, hardware,
+        precision), in the search's order: what applying the plan sets."""
+        return tuple((k, float(v)) for k, v in self.choices.items() if k not in CATALOG_AXES)
 
     @property
     def tp(self) -> float:
@@ -135,8 +149,9 @@ class PlanCandidate:
     @property
     def cost(self) -> tuple[float, float, float]:
         """$ per million tokens: input, output, all (the ``cost_per_mtok_*`` cells)."""
-        return tuple(self.values[f"cost_per_mtok_{k}"].value  # type: ignore[return-value]
-                     for k in ("input", "output", "total"))
+        v = self.values
+        return (v["cost_per_mtok_input"].value, v["cost_per_mtok_output"].value,
+                v["cost_per_mtok_total"].value)
 
     @property
     def energy_per_token(self) -> float:

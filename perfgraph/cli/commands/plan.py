@@ -75,12 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioSpec:
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
-    choice = result.choices(int(result.rows[i]))
-    price = plan.prices(prices_file).get(str(choice["hardware"]), 0.0)
-    cells = [(k, _text(v)) for k, v in choice.items()
-             if k not in ("engine", "hardware", "precision")]
-    return replace(result.spec, hardware=str(choice["hardware"]),
-                   precision=str(choice["precision"]), engine=str(choice["engine"]),
+    p = plan_report.candidate(result, i)
+    price = plan.prices(prices_file).get(p.hardware, 0.0)
+    cells = [(k, _text(v)) for k, v in p.cells]
+    return replace(result.spec, hardware=p.hardware, precision=p.precision, engine=p.engine,
                    sets=(*result.spec.sets, *cells, ("gpu_hour_price", _text(price))))
 
 

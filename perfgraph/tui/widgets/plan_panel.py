@@ -24,7 +24,7 @@ from perfgraph.engine.numbers import number, quantity
 from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.tui import planning
-from perfgraph.tui.planning import CATALOG_CHOICES, PlanAnswer, PlanRow
+from perfgraph.tui.planning import PlanAnswer, PlanRow
 from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class PlanPanel(Vertical):
         if row is None or self.answer is None:
             self.notify("no plan to apply: s searches", severity="warning")
             return
-        choices = {k: str(row.choices[k]) for k in CATALOG_CHOICES if k in row.choices}
+        choices = row.plan.catalog
         self.post_message(self.Apply(f"plan {row.rank}: {plan_text(row)}", choices,
                                      self.answer.sets(row)))
 
