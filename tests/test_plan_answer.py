@@ -120,8 +120,9 @@ def test_the_table_and_markdown_say_the_plans_numbers() -> None:
     assert text[7:9] == ["why the best plan:", "  why: four GPUs"]
     assert text[10] == "Pareto frontier (tok/s per user vs tok/s per GPU), 2 plans:"
     assert text[12].split()[:8] == ["vllm", "h200", "fp8", "4", "1", "agg", "8", "2"]
+    unqueued = replace(QUESTION, ttft_includes_prefill_queue=False)
     md = plan_text.markdown(replace(FOUND, skipped_unpriced=("h20",),
-                                    question=replace(QUESTION, queueing=False))).splitlines()
+                                    question=unqueued)).splitlines()
     assert md[:3] == ["Searched 1,200 candidates; 30 meet the SLOs.",
                       "skipped for --objective cost, no price (prices.toml or --prices FILE): "
                       "h20.", plan_text.NO_QUEUE_NOTE + "."]
@@ -179,3 +180,25 @@ def test_the_json_of_a_plan_is_its_choices_and_values_in_order() -> None:
     assert list(doc["best"]["values"]) == list(VALUES)
     assert doc["best"]["values"]["ttft_at_rate"] == {"value": 43.21, "unit": "ms"}
     assert doc["runners_up"][0]["choices"]["disaggregated"] == 1.0
+
+
+def test_compare_plan_reads_the_saved_answer_and_refuses_a_rank_it_lacks(
+        tmp_path, capsys) -> None:
+    from pathlib import Path
+
+    from perfgraph.cli.main import main
+
+    run = str(Path(__file__).parent / "data/measured/synthetic/vllm_bench_serve_conc64.json")
+    doc = plan_json.found_json(replace(FOUND, simulated=replace(HOLD, chosen_rank=3)))
+    path = tmp_path / "plans.json"
+    path.write_text(plan_json.dumps(doc))  # two candidates simulated, the third chosen
+    assert main(["compare", "--plan", str(path), run]) == 2
+    err = capsys.readouterr().err
+    assert "a plan JSON without" in err and "Traceback" not in err
+    path.write_text(plan_json.dumps(plan_json.found_json(FOUND)))
+    assert main(["compare", "--plan", str(path), run]) == 0  # TPOT 29.04 ms within 50 ms
+    out = capsys.readouterr().out
+    # the plan in words from its fields: 2 replicas, 16 GPUs in all
+    assert "vllm h200 fp8 tp=4 pp=1 aggregated, batch 64, 2 replica(s), 16 GPUs" in out
+    # the predictions are the plan's: ITL 12.5 ms; throughput 2560 token/s per GPU × 16
+    assert "ITL (mean TPOT)    12.5 ms" in out and "40960 token/s" in out

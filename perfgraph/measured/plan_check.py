@@ -124,7 +124,7 @@ def read_plan(path: str) -> Promise:
         if not isinstance(ans, PlanFound):
             raise ValueError("'best'")
         return _promise(path, ans)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (LookupError, TypeError, ValueError) as exc:  # a key, or a chosen_rank, missing
         raise InputError(f"--plan {path}: a plan JSON without {exc}", name="--plan") from None
 
 

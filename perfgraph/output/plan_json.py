@@ -72,8 +72,8 @@ def question_json(q: AskedQuestion, full: bool = True) -> dict[str, Any]:
                            "request_rate": unit_value(q.request_rate)}
     if full:
         doc.update(objective=q.objective, model=q.model, workload=q.workload)
-    if q.queueing is not None:
-        doc["ttft_includes_prefill_queue"] = q.queueing
+    if q.ttft_includes_prefill_queue is not None:
+        doc["ttft_includes_prefill_queue"] = q.ttft_includes_prefill_queue
     return doc
 
 

@@ -33,7 +33,7 @@ UNITS = {"ttft": "ms", "itl": "ms", "tpot": "ms", "e2e": "s"}
 
 
 def queue_note(ans: PlanFound) -> str:
-    return QUEUE_NOTE if ans.question.queueing else NO_QUEUE_NOTE
+    return QUEUE_NOTE if ans.question.ttft_includes_prefill_queue else NO_QUEUE_NOTE
 
 
 def skipped_line(unpriced: tuple[str, ...]) -> list[str]:

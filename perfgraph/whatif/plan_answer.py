@@ -174,12 +174,12 @@ def _pools(choices: Mapping[str, str | float], values: Mapping[str, UnitValue]) 
 class AskedQuestion:
     """The question as the answer repeats it: each SLO cell's limit, the request rate, and
     (an answer with a plan; None in the no-plan answer, which does not repeat them) the
-    objective, model and workload. ``queueing``: whether TTFT counts the prefill queue wait
-    at the rate (None: an answer saved before it was said)."""
+    objective, model and workload. ``ttft_includes_prefill_queue``: whether TTFT counts the
+    prefill queue wait at the rate (None: an answer saved before it was said)."""
 
     slos: Mapping[str, UnitValue]
     request_rate: UnitValue
-    queueing: bool | None = None
+    ttft_includes_prefill_queue: bool | None = None
     objective: str | None = None
     model: str | None = None
     workload: str | None = None
