@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from perfgraph.engine.numbers import number
+from perfgraph.output import plan_json, plan_text
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.whatif import plan_report
 from perfgraph.whatif import plan_search as plan
@@ -46,10 +47,10 @@ def priced() -> plan.Result:
 
 def test_plan_shows_the_input_cost_beside_the_others(priced: plan.Result) -> None:
     ans = plan_report.answer(priced, 1)
-    best = ans["best"]["values"]
+    best = plan_json.found_json(ans)["best"]["values"]
     assert best["cost_per_mtok_input"]["value"] > 0
     assert best["cost_per_mtok_input"]["value"] < best["cost_per_mtok_output"]["value"]
-    table = plan_report.table(ans)
+    table = plan_text.table(ans)
     header = next(line for line in table.splitlines() if "$/Mtok in" in line)
     cols = header.split()
     assert cols.index("in") < cols.index("out") < cols.index("all")

@@ -161,10 +161,13 @@ def test_an_out_dir_that_is_a_file_is_refused(tmp_path, capsys) -> None:
 def test_sglang_and_trtllm_pools_carry_the_launch_words(engine, formats, pools) -> None:
     from perfgraph.scenario.loading import ScenarioSpec, load
     from perfgraph.whatif import deploy, deploy_graphs, launch
+    from perfgraph.whatif.plan_answer import DisaggregatedPools, GpuPool
 
     scenario = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", precision="fp8",
                                  engine=engine, sets=(("tp", "2"), ("concurrency", "51"))))
-    plan = deploy.plan_of(engine, scenario, pools, "a plan")
+    typed = (DisaggregatedPools(GpuPool(pools["prefill"], "h200"), GpuPool(pools["decode"], "h200"))
+             if "prefill" in pools else GpuPool(pools["replicas"], "h200"))
+    plan = deploy.plan_of(engine, scenario, typed, "a plan")
     words = launch.words(engine, scenario)
     for fmt in formats:
         f = deploy_graphs.build(fmt, plan)

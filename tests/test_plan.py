@@ -12,10 +12,12 @@ import pytest
 from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
+from perfgraph.output import plan_json
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan_report
 from perfgraph.whatif import plan_search as plan
 from perfgraph.whatif import sweep_axes as sweep
+from perfgraph.whatif.plan_answer import DisaggregatedPools, GpuPool
 
 SPEC = ScenarioSpec(model="llama-3.3-70b", workload="chat-1k1k")
 SEARCH = ("hardware=h100-sxm,h200", "precision=fp8", "tp=1,2,4", "pp=1",
@@ -60,7 +62,7 @@ def test_frontier_has_no_dominated_point(result: plan.Result) -> None:
 
 
 def test_json_has_the_issues_shape(result: plan.Result) -> None:
-    ans = plan_report.answer(result, 3)
+    ans = plan_json.found_json(plan_report.answer(result, 3))
     assert set(ans) >= {"question", "searched", "feasible", "best", "frontier", "runners_up"}
     assert ans["searched"] == 2 * 3 * 2 * 20
     assert ans["best"]["values"]["itl_worst"]["unit"] == "ms"
@@ -193,7 +195,8 @@ def test_a_disaggregated_sglang_plan_is_one_command_per_pool() -> None:
 
     scenario = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", precision="fp8",
                                  sets=(("tp", "2"), ("concurrency", "51"))))
-    text = launch.command("sglang", scenario, {"prefill": 3, "decode": 2})
+    pools = DisaggregatedPools(GpuPool(3, "h200"), GpuPool(2, "h200"))
+    text = launch.command("sglang", scenario, pools)
     lines = text.splitlines()
     assert lines[0] == "# 3 prefill replica(s):" and lines[2] == "# 2 decode replica(s):"
     assert lines[1].endswith("--disaggregation-mode prefill") and "--tp 2" in lines[1]

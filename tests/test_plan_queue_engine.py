@@ -13,6 +13,7 @@ from perfgraph._infra.tomlfile import read
 from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
+from perfgraph.output import plan_text
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan_report
@@ -119,7 +120,7 @@ def test_the_winners_binding_ttft_names_its_queue(capsys: pytest.CaptureFixture[
                  "--set", "isl=8192", "--set", "osl=256", "--slo", "ttft=150ms", "--slo",
                  "itl=50ms", "--rate", "8 request/s", *[f"--search={s}" for s in LONG_SEARCH]])
     out = capsys.readouterr().out
-    assert code == 0 and plan_report.QUEUE_NOTE in out
+    assert code == 0 and plan_text.QUEUE_NOTE in out
     assert "tightest constraint: TTFT" in out
     line = next(x for x in out.splitlines() if "TTFT from prefill queueing" in x)
     best = _sheet(LONG, ("tp", "8"), ("concurrency", "5"), ("request_rate", "8 request/s"),
@@ -296,4 +297,4 @@ def test_a_set_prefill_queueing_off_stands_and_the_output_says_so(
     assert on["best"]["values"]["deployment_gpus"]["value"] == 16
     assert off["best"]["values"]["prefill_queue_wait"]["value"] == 0
     assert main([*args, "--set", "prefill_queueing=false", "--top", "0"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == plan_report.NO_QUEUE_NOTE
+    assert capsys.readouterr().out.splitlines()[1] == plan_text.NO_QUEUE_NOTE

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from perfgraph.engine.numbers import number
+from perfgraph.output import plan_json
 from perfgraph.scenario.loading import load
 from perfgraph.tui import planning, simulation
 from perfgraph.tui.app import PerfgraphApp, make_app
@@ -69,8 +70,7 @@ def plans_for(slos: list[str], rate: str) -> plan.Result:
 
 
 def points(rows: object) -> list[tuple[float, float]]:
-    return [(r.values["tokens_per_s_per_user"], r.values["served_throughput_per_gpu"])
-            for r in rows]  # type: ignore[attr-defined]
+    return [(r.plan.per_user, r.plan.per_gpu) for r in rows]  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- plan
@@ -88,7 +88,7 @@ async def open_plan(pilot: Pilot) -> None:
 def test_the_plan_view_searches_the_slos_typed_and_draws_plans_frontier() -> None:
     app = tiny_app()
     result = plans_for(["ttft=1s", "itl=30ms"], "12 request/s")
-    ans = plan_report.answer(result, planning.TOP)
+    ans = plan_json.found_json(plan_report.answer(result, planning.TOP))
 
     async def script(pilot: Pilot) -> None:
         await open_plan(pilot)
@@ -130,7 +130,7 @@ def test_applying_a_plan_sets_its_choices_and_undo_takes_them_back() -> None:
         assert session.value("request_rate") == pytest.approx(12)
         assert session.value("itl_slo") == pytest.approx(30)
         for cell in ("deployment_gpus", "itl_worst", "ttft_served"):  # the plan's own values
-            assert session.value(cell) == pytest.approx(row.values[cell], rel=1e-9)
+            assert session.value(cell) == pytest.approx(row.plan.values[cell].value, rel=1e-9)
         assert app.table.get_cell("hbm_bandwidth", "delta").plain.startswith("▲")
         assert len(session.undo_labels) == 1
         await pilot.press("u")
@@ -184,13 +184,13 @@ def test_the_applied_plan_shows_in_the_sheet_the_ttft_and_itl_of_its_row() -> No
         table = app.query_one("#plans", DataTable)
         row = answer.rows[0]
         cells = [str(c) for c in table.get_row_at(0)]
-        assert cells[4] == number(row.values["ttft_at_rate"])
-        assert cells[5] == number(row.values["itl_worst"])
+        assert cells[4] == number(row.plan.ttft)
+        assert cells[5] == number(row.plan.itl)
         await pilot.press("a")
         await pilot.pause()
         sheet = app.session.sheet
-        assert sheet.magnitude("ttft_at_rate") == pytest.approx(row.values["ttft_at_rate"])
-        assert sheet.magnitude("itl_worst") == pytest.approx(row.values["itl_worst"])
+        assert sheet.magnitude("ttft_at_rate") == pytest.approx(row.plan.ttft)
+        assert sheet.magnitude("itl_worst") == pytest.approx(row.plan.itl)
         assert sheet.magnitude("itl") < sheet.magnitude("itl_worst")  # the case reported
         strip = str(app.query_one("#summary").render())
         assert f"(worst {cells[5]} ms)" in strip

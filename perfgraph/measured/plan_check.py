@@ -26,11 +26,17 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perfgraph._infra.atomic import INPUTS
 from perfgraph.errors import InputError
 from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.whatif.plan_answer import (
+    DisaggregatedPools,
+    HoldReport,
+    PlanFound,
+    UnitValue,
+    from_json,
+)
 
 #: plain SLO cell → (metric, measured keys best first, what it reads)
 SLO_METRICS = {"ttft_slo": ("ttft", ("ttft",), "mean TTFT"),
@@ -114,47 +120,49 @@ def read_plan(path: str) -> Promise:
         raise InputError(f"--plan {path}: holds no plan" + (f" ({said})" if said else
                          " (expected plan --format json output with 'best')"), name="--plan")
     try:
-        return _promise(path, data)
-    except (KeyError, TypeError, ValueError) as exc:
+        ans = from_json(data)
+        if not isinstance(ans, PlanFound):
+            raise ValueError("'best'")
+        return _promise(path, ans)
+    except (LookupError, TypeError, ValueError) as exc:  # a key, or a chosen_rank, missing
         raise InputError(f"--plan {path}: a plan JSON without {exc}", name="--plan") from None
 
 
-def _promise(path: str, data: dict[str, Any]) -> Promise:
-    c, v, q = data["best"]["choices"], data["best"]["values"], data["question"]
+def _promise(path: str, ans: PlanFound) -> Promise:
+    best, q, sim = ans.best, ans.question, ans.simulated
     tails = [(name, name.split(".", 1)[1], limit * (1000.0 if name.startswith("e2e.") else 1))
-             for name, limit in (data.get("simulated") or {}).get("slos", {}).items()]
+             for name, limit in (sim.slos if sim else {}).items()]
     stand_ins = {(ANALYTIC.get(n.split(".", 1)[0], n.split(".", 1)[0]), limit)
                  for n, _, limit in tails}
-    slos = [(SLO_METRICS[cell][0], "mean", _ms(s)) for cell, s in q["slos"].items()
+    slos = [(SLO_METRICS[cell][0], "mean", _ms(s)) for cell, s in q.slos.items()
             if cell in SLO_METRICS]
     # a percentile SLO's limit stands for the mean in the analytic search: not the user's SLO
     slos = [s for s in slos if (s[0], s[2]) not in stand_ins] + tails
-    predicted = {m: float(v[cell]["value"]) for m, (cell, _, _) in PREDICTIONS.items()}
-    predicted.update(_simulated(data.get("simulated") or {}))
-    predicted["throughput"] = float(v["served_throughput_per_gpu"]["value"]) * \
-        float(v["deployment_gpus"]["value"])
-    pools = (f"{v['prefill_pool_replicas']['value']:g}P{v['decode_replicas_at_batch']['value']:g}D"
-             if c["disaggregated"] else f"{v['deployment_replicas']['value']:g} replica(s)")
-    summary = (f"{c['engine']} {c['hardware']} {c['precision']} tp={c['tp']:g} pp={c['pp']:g} "
-               f"{'disaggregated' if c['disaggregated'] else 'aggregated'}, batch "
-               f"{c['concurrency']:g}, {pools}, {v['deployment_gpus']['value']:g} GPUs")
-    bench = data.get("benchmark") or {}
-    return Promise(path, summary, tuple(slos), predicted, float(q["request_rate"]["value"]),
-                   bench.get("isl"), bench.get("osl"))
+    predicted = {"ttft": best.ttft, "itl": best.itl, "e2e": best.e2e}  # PREDICTIONS' cells
+    predicted.update(_simulated(sim))
+    predicted["throughput"] = best.per_gpu * best.gpus
+    pools = best.pools
+    held = (f"{pools.prefill.replicas:g}P{pools.decode.replicas:g}D"
+            if isinstance(pools, DisaggregatedPools) else f"{pools.replicas:g} replica(s)")
+    summary = (f"{best.engine} {best.hardware} {best.precision} tp={best.tp:g} "
+               f"pp={best.pp:g} {'disaggregated' if best.disaggregated else 'aggregated'}, "
+               f"batch {best.batch:g}, {held}, {best.gpus:g} GPUs")
+    bench = ans.benchmark
+    return Promise(path, summary, tuple(slos), predicted, q.request_rate.value,
+                   None if bench is None else bench.isl, None if bench is None else bench.osl)
 
 
-def _simulated(sim: dict[str, Any]) -> dict[str, float]:
+def _simulated(sim: HoldReport | None) -> dict[str, float]:
     """The chosen candidate's simulated percentiles (``ttft.p99`` …), in ms."""
-    rank = sim.get("chosen_rank")
-    if not rank:
+    if sim is None or not sim.chosen_rank:
         return {}
-    values = sim["candidates"][int(rank) - 1]["percentiles"]
-    return {name: float(x) * (1000.0 if name.startswith("e2e.") else 1.0)
-            for name, x in values.items() if x is not None}
+    values = sim.candidates[sim.chosen_rank - 1].percentiles
+    return {name: x * (1000.0 if name.startswith("e2e.") else 1.0)
+            for name, x in values.items() if not math.isinf(x)}
 
 
-def _ms(slo: dict[str, Any]) -> float:
-    return float(slo["value"]) * {"ms": 1.0, "s": 1000.0}[slo["unit"]]
+def _ms(slo: UnitValue) -> float:
+    return slo.value * {"ms": 1.0, "s": 1000.0}[slo.unit]
 
 
 def _measured(run: MeasuredRun, keys: tuple[str, ...]) -> tuple[float | None, str | None]:

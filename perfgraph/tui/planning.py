@@ -4,8 +4,9 @@ core (:mod:`perfgraph.whatif.plan_search`) and its answer as rows the view draws
 The view asks for the scenario's model and workload over every catalog accelerator, with the
 plan's default axes except the batch, searched at :data:`BATCHES` (a sixth of the default's
 1024 values: about 60,000 candidates, answered in well under a second, where the full space
-of ~3 million takes several seconds). The answer is what ``perfgraph plan --format json``
-prints, so a saved JSON answer renders the same (the snapshots use one).
+of ~3 million takes several seconds). The answer is ``perfgraph plan``'s own
+(:class:`~perfgraph.whatif.plan_answer.PlanFound`); a saved ``--format json`` answer, read back
+with ``plan_answer.from_json``, renders the same (the snapshots use one).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif.plan_answer import PlanCandidate, PlanFound, from_json
 from perfgraph.whatif.plan_question import SLO_CELLS, read_quantity
 
 #: The batch sizes the view searches (``concurrency``), about √2 apart.
@@ -32,26 +34,19 @@ FIELDS = {"ttft": "TTFT ≤", "itl": "ITL ≤", "e2e": "E2E ≤", "rate": "rate"
 
 @dataclass(frozen=True)
 class PlanRow:
-    """One plan: what it chooses (hardware, precision, each axis) and its values."""
+    """One plan as the view lists it: its rank and the plan (what it chooses, its values)."""
 
     rank: str  # "best", "2" …, or "front" for a frontier point
-    choices: Mapping[str, str | float]
-    values: Mapping[str, float]
+    plan: PlanCandidate
 
-    @classmethod
-    def from_json(cls, rank: str, doc: Mapping[str, Any]) -> PlanRow:
-        return cls(rank, dict(doc["choices"]),
-                   {k: float(v["value"]) for k, v in doc["values"].items()})
+    @property
+    def choices(self) -> Mapping[str, str | float]:
+        return self.plan.choices
 
     def cells(self) -> tuple[tuple[str, str], ...]:
         """The plan's cell choices as ``--set`` pairs (hardware, precision and the engine are
         catalog choices, not cells)."""
-        return tuple((k, _text(v)) for k, v in self.choices.items()
-                     if k not in CATALOG_CHOICES)
-
-
-#: A plan's choices that switch the scenario rather than set a cell.
-CATALOG_CHOICES = ("hardware", "precision", "engine")
+        return tuple((k, _text(v)) for k, v in self.plan.cells)
 
 
 @dataclass(frozen=True)
@@ -69,18 +64,27 @@ class PlanAnswer:
     seconds: float = 0.0
 
     @classmethod
-    def from_json(cls, ans: Mapping[str, Any], question: Sequence[tuple[str, str]],
-                  prices: Mapping[str, float], seconds: float = 0.0) -> PlanAnswer:
-        """From ``plan_report.answer`` (``perfgraph plan --format json``)."""
-        rows = [PlanRow.from_json("best", ans["best"])]
-        rows += [PlanRow.from_json(str(k), r) for k, r in enumerate(ans["runners_up"], 2)]
-        return cls(ans["searched"], ans["feasible"], tuple(rows),
-                   tuple(PlanRow.from_json("front", r) for r in ans["frontier"]),
+    def of(cls, ans: PlanFound, question: Sequence[tuple[str, str]],
+           prices: Mapping[str, float], seconds: float = 0.0) -> PlanAnswer:
+        """The view's rows from ``plan``'s answer."""
+        rows = [PlanRow("best", ans.best)]
+        rows += [PlanRow(str(k), r) for k, r in enumerate(ans.runners_up, 2)]
+        return cls(ans.searched, ans.feasible, tuple(rows),
+                   tuple(PlanRow("front", r) for r in ans.frontier),
                    tuple(question), dict(prices), None, seconds)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], question: Sequence[tuple[str, str]],
+                  prices: Mapping[str, float], seconds: float = 0.0) -> PlanAnswer:
+        """From a saved ``perfgraph plan --format json`` answer with a plan."""
+        ans = from_json(doc)
+        if not isinstance(ans, PlanFound):
+            raise ValueError("the saved answer holds no plan")
+        return cls.of(ans, question, prices, seconds)
 
     def sets(self, row: PlanRow) -> tuple[tuple[str, str], ...]:
         """What applying ``row`` sets in the sheet: the question, the choices, the price."""
-        price = self.prices.get(str(row.choices.get("hardware")), 0.0)
+        price = self.prices.get(row.plan.hardware, 0.0)
         return (*self.question, *row.cells(), ("gpu_hour_price", _text(price)))
 
 
@@ -107,8 +111,8 @@ def search(spec: ScenarioSpec, slos: Mapping[str, str], rate: str,
     if result.feasible == 0:
         return PlanAnswer(result.searched, 0, question=question,
                           message=plan_report.unreachable(result), seconds=seconds)
-    ans = plan_report.answer(result, TOP)
-    return PlanAnswer.from_json(ans, question, plan.prices(), time.perf_counter() - start)
+    return PlanAnswer.of(plan_report.answer(result, TOP), question, plan.prices(),
+                         time.perf_counter() - start)
 
 
 def check_fields(sheet: Sheet, slos: Mapping[str, str], rate: str) -> None:

@@ -35,11 +35,6 @@ class BenchQuestion:
     rate: float  # request/s
     requests: int
 
-    def as_json(self) -> dict[str, Any]:
-        return {"model": self.model, "url": self.url, "isl": self.isl, "osl": self.osl,
-                "request_rate": {"value": self.rate, "unit": "request/s"},
-                "requests": self.requests}
-
 
 def requests_for(rate: float, e2e_ms: float) -> int:
     """Requests enough for a steady state: TURNOVERS × (rate × E2E) in flight, at least

@@ -24,6 +24,7 @@ from typing import Any
 from perfgraph._infra.tomlfile import read
 from perfgraph.scenario.loading import Scenario
 from perfgraph.whatif import launch
+from perfgraph.whatif.plan_answer import DisaggregatedPools, PlanPools
 
 DEPLOY_FILE = Path(__file__).resolve().parent / "deploy.toml"
 FORMATS = ("k8s", "dynamo", "llm-d")
@@ -87,16 +88,16 @@ class Plan:
         return launch.flags(self.engine, self.scenario)
 
 
-def plan_of(engine: str, scenario: Scenario, pools: dict[str, int], summary: str,
+def plan_of(engine: str, scenario: Scenario, pools: PlanPools, summary: str,
             recheck: str = "") -> Plan:
-    """A :class:`Plan` from ``plan``'s pools (``{"replicas": n}`` or prefill/decode)."""
+    """A :class:`Plan` from ``plan``'s pools (one pool of replicas, or prefill and decode)."""
     launch.engine_spec(engine)  # refuses an unknown engine
     made: tuple[Pool, ...]
-    if "prefill" in pools:
-        made = (Pool("prefill", pools["prefill"], "prefill_pool_replicas"),
-                Pool("decode", pools["decode"], "decode_replicas_at_batch"))
+    if isinstance(pools, DisaggregatedPools):
+        made = (Pool("prefill", pools.prefill.replicas, "prefill_pool_replicas"),
+                Pool("decode", pools.decode.replicas, "decode_replicas_at_batch"))
     else:
-        made = (Pool("serve", pools["replicas"], "deployment_replicas"),)
+        made = (Pool("serve", pools.replicas, "deployment_replicas"),)
     gpus = int(scenario.sheet.magnitude("tp")) * int(scenario.sheet.magnitude("pp"))
     return Plan(engine, dns_name(f"{scenario.model.slug}-{engine}"), launch.hf_id(scenario),
                 scenario, made, gpus, summary, recheck)

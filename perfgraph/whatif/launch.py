@@ -10,6 +10,7 @@ from typing import Any
 from perfgraph._infra.tomlfile import read
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import Scenario
+from perfgraph.whatif.plan_answer import DisaggregatedPools, PlanPools
 
 LAUNCH_FILE = Path(__file__).resolve().parent / "launch.toml"
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -59,18 +60,19 @@ def words(engine: str, scenario: Scenario) -> list[str]:
     return out
 
 
-def command(engine: str, scenario: Scenario, pools: dict[str, int]) -> str:
+def command(engine: str, scenario: Scenario, pools: PlanPools) -> str:
     """Shell lines: a comment with the replica count (or xPyD pools), then the command."""
     spec = engine_spec(engine)
     line = " ".join(shlex.quote(w) for w in words(engine, scenario))
-    if "prefill" in pools and "disaggregation_flag" in spec:
+    if isinstance(pools, DisaggregatedPools) and "disaggregation_flag" in spec:
         flag = spec["disaggregation_flag"]
-        return "\n".join(f"# {pools[role]} {role} replica(s):\n{line} {flag} {role}"
-                         for role in ("prefill", "decode"))
-    if "prefill" in pools:
-        head = (f"# disaggregated {pools['prefill']}P{pools['decode']}D: run this on "
-                f"{pools['prefill']} prefill and {pools['decode']} decode replicas; wire the "
-                f"KV hand-off with the engine's own disaggregation options (not generated)")
+        return "\n".join(f"# {pool.replicas} {role} replica(s):\n{line} {flag} {role}"
+                         for role, pool in (("prefill", pools.prefill), ("decode", pools.decode)))
+    if isinstance(pools, DisaggregatedPools):
+        p, d = pools.prefill.replicas, pools.decode.replicas
+        head = (f"# disaggregated {p}P{d}D: run this on {p} prefill and {d} decode replicas; "
+                f"wire the KV hand-off with the engine's own disaggregation options (not "
+                f"generated)")
     else:
-        head = f"# {pools['replicas']} replica(s) of this command behind a router"
+        head = f"# {pools.replicas} replica(s) of this command behind a router"
     return f"{head}\n{line}"

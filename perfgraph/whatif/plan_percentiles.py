@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.whatif.plan_answer import HoldReport, SimulatedCandidate
 from perfgraph.whatif.plan_question import parse_slo
 from perfgraph.whatif.plan_search import Result
 from perfgraph.whatif.simulate import Run, Setup, simulate
@@ -303,3 +304,20 @@ def hold_plan(result: Result, slos: tuple[PercentileSlo, ...],
                                       requests, budget_of, pools_of=pools_of),
                 slos, candidates, workers, ray_address, key=deployment,
                 batch=lambda i: float(choice(i)["concurrency"]))
+
+
+def hold_report(held: Held, result: Result) -> HoldReport:
+    """What the simulations said, as the answer gives it: each candidate in words, best
+    first, and which was chosen."""
+    rank = next((i + 1 for i, o in enumerate(held.outcomes) if o.row == held.chosen), None)
+    return HoldReport({s.name: s.limit for s in held.slos},
+                      tuple(SimulatedCandidate(_describe(result, o.row), o.meets, o.error,
+                                               dict(o.values)) for o in held.outcomes),
+                      rank, held.skipped)
+
+
+def _describe(result: Result, row: int) -> str:
+    c = result.choices(int(result.rows[row]))
+    return (f"{c['engine']} {c['hardware']} {c['precision']} TP{c.get('tp', 1):g} "
+            f"PP{c.get('pp', 1):g} batch {c.get('concurrency', 0):g} × "
+            f"{int(result.values['deployment_replicas'][row])} replicas")

@@ -1,6 +1,8 @@
-"""What ``perfgraph plan`` answers: the best plan, runners-up, the Pareto frontier, the reasons
-the winner wins (the prefill queue at the rate among them), and when nothing meets the SLOs
-the one line that says which is out of reach, then the best each family reached."""
+"""What ``perfgraph plan`` answers, built from the search's result as the dataclasses of
+:mod:`perfgraph.whatif.plan_answer`: the best plan, runners-up, the Pareto frontier, the
+reasons the winner wins (the prefill queue at the rate among them), and when nothing meets
+the SLOs the one line that says which is out of reach, then the best each family reached.
+Rendering them is ``output/plan_text.py``'s and ``output/plan_json.py``'s."""
 
 from __future__ import annotations
 
@@ -11,6 +13,15 @@ import numpy as np
 
 from perfgraph.engine.numbers import number
 from perfgraph.whatif import grid
+from perfgraph.whatif.plan_answer import (
+    AskedQuestion,
+    FamilyReach,
+    NoPlan,
+    PlanCandidate,
+    PlanFound,
+    SloReach,
+    UnitValue,
+)
 from perfgraph.whatif.plan_search import (
     OBJECTIVES,
     SERVED,
@@ -28,18 +39,9 @@ QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
 #: The cells a "would not start" reason quotes.
 START = ("model_fits", "engine_starts", "kv_memory", "kv_start_minimum", "kv_replication",
          "memory_headroom", "startup_outside_budget", "max_context", "max_context_held")
-NO_QUEUE_NOTE = "TTFT without a prefill queue (prefill_queueing set off)"
-QUEUE_NOTE = ("TTFT includes the prefill queue wait at the rate (M/D/1 per prefill server: "
-              "prefill_queue_wait, in ttft_at_rate)")
-
-
 def queueing(result: Result) -> bool:
     """Whether TTFT counts the prefill queue: ``plan`` turns it on unless ``--set`` says."""
     return bool(result.sheet is not None and result.sheet.magnitude("prefill_queueing"))
-
-
-def _queue_note(ans: dict[str, Any]) -> str:
-    return QUEUE_NOTE if ans["question"]["ttft_includes_prefill_queue"] else NO_QUEUE_NOTE
 
 
 def frontier(result: Result) -> list[int]:
@@ -73,30 +75,33 @@ def runners_up(result: Result, order: np.ndarray, top: int) -> list[int]:
     return out[1:]
 
 
-def plan_json(result: Result, i: int) -> dict[str, Any]:
-    values = {n: {"value": float(result.values[n][i]), "unit": result.units[n]}
-              for n in result.values}
-    return {"choices": result.choices(int(result.rows[i])), "values": values}
+def candidate(result: Result, i: int) -> PlanCandidate:
+    """Feasible row ``i`` (a position in ``result.rows``) as a plan."""
+    values = {n: UnitValue(float(result.values[n][i]), result.units[n]) for n in result.values}
+    return PlanCandidate.of(result.choices(int(result.rows[i])), values)
 
 
-def answer(result: Result, top: int, best: int | None = None) -> dict[str, Any]:
-    """The plan as JSON: ``best`` (a feasible row's position; default the objective's first),
-    the frontier and the runners-up."""
+def asked(result: Result, full: bool = True) -> AskedQuestion:
+    """The question as the answer repeats it (``full``: with the objective, model and
+    workload, which the no-plan answer leaves out)."""
     q = result.question
+    slos = {SLO_CELLS[n]: UnitValue(v, _slo_unit(result, n)) for n, v in q.slos.items()}
+    rate = UnitValue(q.rate, "request/s")
+    if not full:
+        return AskedQuestion(slos, rate, queueing(result))
+    return AskedQuestion(slos, rate, queueing(result), q.objective, result.spec.model,
+                         result.spec.workload)
+
+
+def answer(result: Result, top: int, best: int | None = None) -> PlanFound:
+    """The plan: ``best`` (a feasible row's position; default the objective's first), the
+    frontier and the runners-up."""
     order = result.order()
-    front = frontier(result)
     best = int(order[0]) if best is None else best
-    return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
-                                  for n, v in q.slos.items()},
-                         "request_rate": {"value": q.rate, "unit": "request/s"},
-                         "objective": q.objective, "model": result.spec.model,
-                         "workload": result.spec.workload,
-                         "ttft_includes_prefill_queue": queueing(result)},
-            "searched": result.searched, "feasible": result.feasible,
-            "skipped_unpriced": result.unpriced,
-            "best": plan_json(result, best), "reasons": reasons(result, best),
-            "frontier": [plan_json(result, i) for i in front],
-            "runners_up": [plan_json(result, i) for i in runners_up(result, order, top)]}
+    return PlanFound(asked(result), result.searched, result.feasible, tuple(result.unpriced),
+                     candidate(result, best), tuple(reasons(result, best)),
+                     tuple(candidate(result, i) for i in frontier(result)),
+                     tuple(candidate(result, i) for i in runners_up(result, order, top)))
 
 
 def _slo_unit(result: Result, name: str) -> str:
@@ -137,7 +142,7 @@ def reasons(result: Result, i: int) -> list[str]:
         return [*out, f"no candidate with {BETTER[q.objective]} can hold the model" if not why
                 else f"nearest candidate with {BETTER[q.objective]} ({text}) would not start: "
                 f"{why}"]
-    missed = "; ".join(f"{NAMES[k]} at {_pct(r)} of its limit"
+    missed = "; ".join(f"{NAMES[k]} at {percent(r)} of its limit"
                        for k, r in sorted(ratios.items(), key=lambda kv: -kv[1]) if r > 1)
     out.append(f"nearest candidate with {BETTER[q.objective]} ({text}) misses: {missed}")
     if ratios.get("ttft", 0.0) > 1:
@@ -191,7 +196,7 @@ def queue_reason(result: Result, row: int, rate: str, binding: bool,
         limit = f" of the {result.question.slo_texts['ttft']} SLO" if slo else ""
         share = (f"; without the queue TTFT would be {number(v['ttft_served'], 4)} ms, within "
                  "the SLO" if missed and slo and v["ttft_served"] <= slo else "")
-        rho_text = "≥ 100% (the queue grows without bound)" if rho >= 1 else _pct(rho)
+        rho_text = "≥ 100% (the queue grows without bound)" if rho >= 1 else percent(rho)
         out.append(f"TTFT from prefill queueing: at {rate} the prompts share "
                    f"{int(v['prefill_servers'])} prefill server(s) of "
                    f"{number(v['prefill_service_time'], 4)} ms per prompt, each busy "
@@ -202,11 +207,11 @@ def queue_reason(result: Result, row: int, rate: str, binding: bool,
     if disagg and v["prefill_pool_replicas"] > v["prefill_replicas"] and not missed:
         out.append(f"prefill pool sized for the queue: {int(v['prefill_pool_replicas'])} "
                    f"replicas, not the {int(v['prefill_replicas'])} that carry the prompt "
-                   f"tokens/s, keep the wait at {number(wait, 4)} ms (ρ = {_pct(rho)})")
+                   f"tokens/s, keep the wait at {number(wait, 4)} ms (ρ = {percent(rho)})")
     return out
 
 
-def _pct(ratio: float) -> str:
+def percent(ratio: float) -> str:
     return f"{number(100 * ratio, 3)}%" if math.isfinite(ratio) else "unbounded"
 
 
@@ -229,119 +234,25 @@ def unreachable(result: Result) -> str:
             f"{q.rate_text} together (each alone is reachable)")
 
 
-def families(result: Result) -> list[dict[str, Any]]:
+def families(result: Result) -> tuple[FamilyReach, ...]:
     """Each family (engine, accelerator × precision, aggregated or disaggregated): the best
     each asked SLO's served value reached there (rows that fit in memory; each best at its
     own candidate) with the SLO, closest to the SLOs first; one that never fits, last."""
     q = result.question
-    out: list[dict[str, Any]] = []
+    out: list[FamilyReach] = []
     for k, (engine, label, disagg) in enumerate(result.families):
         hardware, precision = label.split("@")
-        best = {SERVED[n]: {"value": float(result.family_best[n][k]), "unit": "ms",
-                            "slo": {"value": v, "unit": _slo_unit(result, n)}}
-                for n, v in q.slos.items()}
-        out.append({"engine": engine, "hardware": hardware, "precision": precision,
-                    "disaggregated": disagg, "fits": bool(np.isfinite(
-                        result.family_best["itl"][k])), "best": best})
-    return sorted(out, key=lambda f: (not f["fits"], max(
-        [_ratio(x) for x in f["best"].values()], default=0.0)))
+        best = tuple(SloReach(SERVED[n], UnitValue(float(result.family_best[n][k]), "ms"),
+                              UnitValue(v, _slo_unit(result, n))) for n, v in q.slos.items())
+        out.append(FamilyReach(engine, hardware, precision, disagg,
+                               bool(np.isfinite(result.family_best["itl"][k])), best))
+    return tuple(sorted(out, key=lambda f: (not f.fits, max(
+        [b.ratio for b in f.best], default=0.0))))
 
 
-def _ratio(best: dict[str, Any]) -> float:
-    scale = 1e-3 if best["slo"]["unit"] == "s" else 1.0
-    return best["value"] * scale / best["slo"]["value"]
-
-
-def family_lines(result: Result) -> list[str]:
-    """One line per family: its best ITL/TTFT/E2E against each SLO asked."""
-    engines = len({f[0] for f in result.families}) > 1
-    lines = []
-    for f in families(result):
-        name = (f"{f['engine']} · " if engines else "") + \
-            f"{f['hardware']} {f['precision']} {'disagg' if f['disaggregated'] else 'agg'}"
-        if not f["fits"]:
-            lines.append(f"  {name}: holds no searched batch in memory (or its engine "
-                         "would not start)")
-            continue
-        parts = [f"best {NAMES[_short(c)]} {number(b['value'] * _scale(b), 4)} "
-                 f"{b['slo']['unit']} (SLO {number(b['slo']['value'], 4)} {b['slo']['unit']}"
-                 f", {_pct(_ratio(b))})" for c, b in f["best"].items()]
-        lines.append(f"  {name}: " + "; ".join(parts))
-    return lines
-
-
-def skipped_line(unpriced: list[str]) -> list[str]:
-    """The accelerators a cost search left out, in one line (none: no line)."""
-    if not unpriced:
-        return []
-    return [f"skipped for --objective cost, no price (prices.toml or --prices FILE): "
-            f"{', '.join(unpriced)}"]
-
-
-def _short(cell: str) -> str:
-    return next(n for n, c in SERVED.items() if c == cell)
-
-
-def _scale(best: dict[str, Any]) -> float:
-    return 1e-3 if best["slo"]["unit"] == "s" else 1.0
-
-
-def no_plan(result: Result) -> dict[str, Any]:
-    """Exit 1 as JSON: the question, the counts, the one line, and the families."""
-    q = result.question
-    return {"question": {"slos": {SLO_CELLS[n]: {"value": v, "unit": _slo_unit(result, n)}
-                                  for n, v in q.slos.items()},
-                         "request_rate": {"value": q.rate, "unit": "request/s"},
-                         "ttft_includes_prefill_queue": queueing(result)},
-            "searched": result.searched, "feasible": 0, "unreachable": unreachable(result),
-            "skipped_unpriced": result.unpriced,
-            "best_reached": {SERVED[n]: {"value": v, "unit": "ms"}
-                             for n, v in result.best_reached.items()},
-            "families": families(result)}
-
-
-def table(ans: dict[str, Any]) -> str:
-    rows = [ans["best"], *ans["runners_up"]]
-    lines = [f"searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs",
-             *skipped_line(ans["skipped_unpriced"]), _queue_note(ans), "", _row_header()]
-    lines += [_row(r, k == 0) for k, r in enumerate(rows)]
-    lines += ["", "why the best plan:"] + [f"  {r}" for r in ans["reasons"]]
-    lines += ["", f"Pareto frontier (tok/s per user vs tok/s per GPU), {len(ans['frontier'])} "
-              "plans:", _row_header()] + [_row(r, False) for r in ans["frontier"]]
-    return "\n".join(lines)
-
-
-HEAD = ("", "engine", "hardware", "prec", "tp", "pp", "mode", "batch", "replicas", "GPUs",
-        "TTFT ms", "ITL ms", "E2E s", "tok/s/GPU", "tok/s/user", "$/Mtok in", "$/Mtok out",
-        "$/Mtok all",
-        "J/tok")
-
-
-def _row_header() -> str:
-    return "  ".join(f"{h:>9}" for h in HEAD)
-
-
-def _row(plan: dict[str, Any], best: bool) -> str:
-    c, v = plan["choices"], {k: x["value"] for k, x in plan["values"].items()}
-    mode = "disagg" if c["disaggregated"] else "agg"
-    reps = (f"{int(v['prefill_pool_replicas'])}P{int(v['decode_replicas_at_batch'])}D"
-            if c["disaggregated"] else str(int(v["deployment_replicas"])))
-    cells = ("best" if best else "", c["engine"], c["hardware"], c["precision"], int(c["tp"]),
-             int(c["pp"]), mode, int(c["concurrency"]), reps, int(v["deployment_gpus"]),
-             number(v["ttft_at_rate"], 4), number(v["itl_worst"], 4),
-             number(v["e2e_served"] / 1000, 4), number(v["served_throughput_per_gpu"], 4),
-             number(v["tokens_per_s_per_user"], 4), number(v["cost_per_mtok_input"], 3),
-             number(v["cost_per_mtok_output"], 3),
-             number(v["cost_per_mtok_total"], 3), number(v["energy_per_token"], 3))
-    return "  ".join(f"{x!s:>9}" for x in cells)
-
-
-def markdown(ans: dict[str, Any]) -> str:
-    rows = [ans["best"], *ans["runners_up"]]
-    out = [f"Searched {ans['searched']:,} candidates; {ans['feasible']:,} meet the SLOs.",
-           *[f"{s}." for s in skipped_line(ans["skipped_unpriced"])], f"{_queue_note(ans)}.", "",
-           "| " + " | ".join(h or "rank" for h in HEAD) + " |",
-           "|" + "---|" * len(HEAD)]
-    out += ["| " + " | ".join(_row(r, k == 0).split()) + " |" for k, r in enumerate(rows)]
-    out += ["", *[f"- {r}" for r in ans["reasons"]]]
-    return "\n".join(out)
+def no_plan(result: Result) -> NoPlan:
+    """Exit 1: the question, the counts, the one line, and the families."""
+    return NoPlan(asked(result, full=False), result.searched, unreachable(result),
+                  tuple(result.unpriced),
+                  {SERVED[n]: UnitValue(v, "ms") for n, v in result.best_reached.items()},
+                  families(result))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 
 from perfgraph.cli.commands import plan_deploy
@@ -14,11 +13,12 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError
+from perfgraph.output import plan_json, plan_text
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan_report
 from perfgraph.whatif import plan_percentiles as pp
-from perfgraph.whatif import plan_percentiles_report as pp_report
 from perfgraph.whatif import plan_search as plan
+from perfgraph.whatif.plan_answer import PlanFound
 
 EPILOG = """\
 The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
@@ -75,12 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioSpec:
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
-    choice = result.choices(int(result.rows[i]))
-    price = plan.prices(prices_file).get(str(choice["hardware"]), 0.0)
-    cells = [(k, _text(v)) for k, v in choice.items()
-             if k not in ("engine", "hardware", "precision")]
-    return replace(result.spec, hardware=str(choice["hardware"]),
-                   precision=str(choice["precision"]), engine=str(choice["engine"]),
+    p = plan_report.candidate(result, i)
+    price = plan.prices(prices_file).get(p.hardware, 0.0)
+    cells = [(k, _text(v)) for k, v in p.cells]
+    return replace(result.spec, hardware=p.hardware, precision=p.precision, engine=p.engine,
                    sets=(*result.spec.sets, *cells, ("gpu_hour_price", _text(price))))
 
 
@@ -110,48 +108,44 @@ def run(args: argparse.Namespace) -> int:
     q, slos = _question(spec, args)
     result = plan.run(spec, q, args.search, args.prices, args.jobs)
     held = _held(result, slos, args) if slos and result.feasible else None
-    if held is not None and held.chosen is None:
-        print(json.dumps({"unreachable": "no simulated candidate meets the percentile SLOs",
-                          "simulated": pp_report.as_json(held, result)}, indent=2)
-              if args.format == "json" else pp_report.none_met(held, result))
+    report = None if held is None else pp.hold_report(held, result)
+    if report is not None and report.chosen_rank is None:
+        print(plan_json.dumps(plan_json.hold_unmet_json(report)) if args.format == "json"
+              else plan_text.hold_none_met(report))
         return 1
     if result.feasible == 0:
-        if args.format == "json":
-            print(json.dumps(plan_report.no_plan(result), indent=2))
-        else:
-            print("\n".join([plan_report.unreachable(result), *plan_report.family_lines(result),
-                             *plan_report.skipped_line(result.unpriced)]))
+        none = plan_report.no_plan(result)
+        print(plan_json.dumps(plan_json.no_plan_json(none)) if args.format == "json"
+              else plan_text.no_plan(none))
         return 1
     chosen = int(result.order()[0]) if held is None or held.chosen is None else held.chosen
-    ans = plan_report.answer(result, args.top, chosen)
-    if held is not None:
-        ans["simulated"] = pp_report.as_json(held, result)
     best = best_spec(result, chosen, args.prices)
     best_scenario = load(best)
-    ans["prediction"] = best_scenario.prediction  # the best plan's label: roofline or calibrated
+    # the best plan's label: roofline or calibrated
+    ans = replace(plan_report.answer(result, args.top, chosen), simulated=report,
+                  prediction=best_scenario.prediction)
     if args.out:
         _write(result, args.out)
     engine = args.launch or str(best.engine)
     if args.format == "json":
-        ans["benchmark"] = plan_deploy.benchmark_json(args, ans, best_scenario, engine)
-        print(json.dumps(ans, indent=2))
+        ans = replace(ans, benchmark=plan_deploy.benchmark(args, ans, best_scenario, engine))
+        print(plan_json.dumps(plan_json.found_json(ans)))
     else:
-        print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
-        _print_text(ans, best, held, result, chosen)
+        print(plan_text.table(ans) if args.format == "table" else plan_text.markdown(ans))
+        _print_text(ans, best, held, chosen)
     if args.launch is not None:
-        print(launch.command(engine, best_scenario, _pools(ans)))
-    plan_deploy.run(args, ans, best_scenario, engine, _pools(ans), eval_line(best))
+        print(launch.command(engine, best_scenario, ans.best.pools))
+    plan_deploy.run(args, ans, best_scenario, engine, eval_line(best))
     return 0
 
 
-def _print_text(ans: dict, best: ScenarioSpec, held: pp.Held | None, result: plan.Result,
-                chosen: int) -> None:
+def _print_text(ans: PlanFound, best: ScenarioSpec, held: pp.Held | None, chosen: int) -> None:
     """After the plan's table: the label of its numbers, how to re-check it, and what the
     simulations of percentile SLOs said."""
-    print(f"\nthe best plan's numbers: {ans['prediction']}")
+    print(f"\nthe best plan's numbers: {ans.prediction}")
     print(f"re-check the best plan: {eval_line(best)}")
-    if held is not None:
-        print("\n" + pp_report.lines(held, result))
+    if held is not None and ans.simulated is not None:
+        print("\n" + plan_text.hold_lines(ans.simulated))
         job = next(j for j in held.jobs if j.row == chosen)
         print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
               f"{pp.simulate_line(job)}")
@@ -177,14 +171,6 @@ def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
     """The analytic plan's best candidates simulated, the first that meets ``slos`` chosen."""
     return pp.hold_plan(result, slos, lambda i: best_spec(result, i, args.prices),
                         args.requests, args.simulate, args.jobs, args.ray)
-
-
-def _pools(ans: dict) -> dict[str, int]:
-    v = {k: int(x["value"]) for k, x in ans["best"]["values"].items()
-         if k.endswith("replicas") or k.endswith("batch")}
-    if ans["best"]["choices"]["disaggregated"]:
-        return {"prefill": v["prefill_pool_replicas"], "decode": v["decode_replicas_at_batch"]}
-    return {"replicas": v["deployment_replicas"]}
 
 
 def _write(result: plan.Result, path: str) -> None:

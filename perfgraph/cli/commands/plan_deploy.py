@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import Scenario
 from perfgraph.whatif import bench, deploy, deploy_graphs, deploy_schema, launch
+from perfgraph.whatif.plan_answer import (
+    DisaggregatedPools,
+    PlanBenchmark,
+    PlanFound,
+    PlanPools,
+    UnitValue,
+)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -43,46 +49,44 @@ def check_options(args: argparse.Namespace) -> None:
     deploy_schema.require()
 
 
-def question(ans: dict[str, Any], scenario: Scenario, engine: str) -> bench.BenchQuestion:
+def question(ans: PlanFound, scenario: Scenario, engine: str) -> bench.BenchQuestion:
     """The benchmark's question from the plan's answer and its best scenario."""
     sheet = scenario.sheet
-    e2e = float(ans["best"]["values"]["e2e_served"]["value"])
-    rate = float(ans["question"]["request_rate"]["value"])
+    rate = ans.question.request_rate.value
     port = deploy.config()["engines"][engine]["port"]
     return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
                                isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
-                               rate=rate, requests=bench.requests_for(rate, e2e))
+                               rate=rate, requests=bench.requests_for(rate, ans.best.e2e))
 
 
 def tool_of(args: argparse.Namespace, engine: str) -> str:
     return str(args.bench or bench.ENGINE_TOOL[engine])
 
 
-def benchmark_json(args: argparse.Namespace, ans: dict[str, Any], scenario: Scenario,
-                   engine: str) -> dict[str, Any]:
+def benchmark(args: argparse.Namespace, ans: PlanFound, scenario: Scenario,
+              engine: str) -> PlanBenchmark:
     """``plan --format json``'s ``benchmark``: the question, the command and its result file
     (what ``compare --plan`` holds a measured run against)."""
     q = question(ans, scenario, engine)
     tool = tool_of(args, engine)
-    return {**q.as_json(), "tool": tool, "command": " ".join(bench.words(tool, q)),
-            "result": bench.result_path(tool)}
+    return PlanBenchmark(q.isl, q.osl, q.model, q.url, UnitValue(q.rate, "request/s"),
+                         q.requests, tool, " ".join(bench.words(tool, q)),
+                         bench.result_path(tool))
 
 
-def run(args: argparse.Namespace, ans: dict[str, Any], scenario: Scenario, engine: str,
-        pools: dict[str, int], recheck: str) -> None:
+def run(args: argparse.Namespace, ans: PlanFound, scenario: Scenario, engine: str,
+        recheck: str) -> None:
     """Print the benchmark command (text output) and write the deployment files."""
     if args.bench is not None and args.format != "json":
         print(bench.command(tool_of(args, engine), question(ans, scenario, engine)))
     if not args.deploy:
         return
-    c = ans["best"]["choices"]
-    reps = (f"{pools['prefill']} prefill + {pools['decode']} decode" if "prefill" in pools
-            else str(pools["replicas"]))
-    summary = (f"{engine} {c['hardware']} {c['precision']} tp={c['tp']:g} pp={c['pp']:g} "
-               f"{'disaggregated' if c['disaggregated'] else 'aggregated'}, batch "
-               f"{c['concurrency']:g}; {reps} replica(s) of "
-               f"{int(ans['best']['values']['n_gpus']['value'])} GPU(s)")
-    plan = deploy.plan_of(engine, scenario, pools, summary, recheck)
+    best = ans.best
+    summary = (f"{engine} {best.hardware} {best.precision} tp={best.tp:g} pp={best.pp:g} "
+               f"{'disaggregated' if best.disaggregated else 'aggregated'}, batch "
+               f"{best.batch:g}; {_replicas(best.pools)} replica(s) of "
+               f"{int(best.gpus_per_replica)} GPU(s)")
+    plan = deploy.plan_of(engine, scenario, best.pools, summary, recheck)
     out = Path(args.out_dir)
     files = [deploy_graphs.build(fmt, plan) for fmt in dict.fromkeys(args.deploy)]
     for f in files:  # every file checked before any is written
@@ -91,3 +95,9 @@ def run(args: argparse.Namespace, ans: dict[str, Any], scenario: Scenario, engin
     for f in files:
         write_text_atomic(out / f.name, f.text(plan))
         print(f"perfgraph: wrote {out / f.name}", file=sys.stderr)
+
+
+def _replicas(pools: PlanPools) -> str:
+    if isinstance(pools, DisaggregatedPools):
+        return f"{pools.prefill.replicas} prefill + {pools.decode.replicas} decode"
+    return str(pools.replicas)

@@ -9,7 +9,6 @@ SLOs; ``u`` takes it back whole.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -25,7 +24,7 @@ from perfgraph.engine.numbers import number, quantity
 from perfgraph.errors import PerfgraphError
 from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.tui import planning
-from perfgraph.tui.planning import CATALOG_CHOICES, PlanAnswer, PlanRow
+from perfgraph.tui.planning import PlanAnswer, PlanRow
 from perfgraph.tui.widgets.chart import Chart
 
 if TYPE_CHECKING:
@@ -44,25 +43,17 @@ COLUMNS = (("rank", 6), ("plan", 27), ("batch", 6), ("GPUs", 5), ("TTFT ms", 8),
 
 def plan_text(row: PlanRow) -> str:
     """``h200 fp8 tp2 pp1 agg``."""
-    c = row.choices
-    mode = "disagg" if c.get("disaggregated") else "agg"
-    return (f"{c['hardware']} {c['precision']} tp{number(float(c['tp']))} "
-            f"pp{number(float(c['pp']))} {mode}")
+    p = row.plan
+    return (f"{p.hardware} {p.precision} tp{number(p.tp)} pp{number(p.pp)} "
+            f"{'disagg' if p.disaggregated else 'agg'}")
 
 
 def row_cells(row: PlanRow) -> tuple[str, ...]:
     """A plan's row: its TTFT and ITL are the cells its SLOs hold (``ttft_at_rate``,
     ``itl_worst``), which the summary strip shows too once the plan is applied."""
-    v = row.values
-    return (row.rank, plan_text(row), number(float(row.choices["concurrency"])),
-            number(v["deployment_gpus"]), number(served_ttft(v)), number(v["itl_worst"]),
-            number(v["served_throughput_per_gpu"]), number(v["tokens_per_s_per_user"]))
-
-
-def served_ttft(values: Mapping[str, float]) -> float:
-    """The TTFT the plan's SLO holds: at the rate, its prefill queue included (an answer
-    saved before the queue was modelled has only the TTFT as served)."""
-    return values.get("ttft_at_rate", values["ttft_served"])
+    p = row.plan
+    return (row.rank, plan_text(row), number(p.batch), number(p.gpus), number(p.ttft),
+            number(p.itl), number(p.per_gpu), number(p.per_user))
 
 
 def status_text(answer: PlanAnswer | None, stale: bool) -> Text:
@@ -76,7 +67,7 @@ def status_text(answer: PlanAnswer | None, stale: bool) -> Text:
         text.append("\n" + answer.message, style="yellow")
     elif answer.rows:
         text.append(f"  best: {plan_text(answer.rows[0])}, "
-                    f"{number(answer.rows[0].values['deployment_gpus'])} GPUs")
+                    f"{number(answer.rows[0].plan.gpus)} GPUs")
     if stale:
         text.append("\nthe scenario changed since: s searches again", style="yellow")
     return text
@@ -98,18 +89,15 @@ class FrontierPlot(Chart):
 
     @staticmethod
     def figure(plt: Any, answer: PlanAnswer, row: PlanRow | None) -> None:
-        x = [p.values["tokens_per_s_per_user"] for p in answer.frontier]
-        y = [p.values["served_throughput_per_gpu"] for p in answer.frontier]
+        x = [p.plan.per_user for p in answer.frontier]
+        y = [p.plan.per_gpu for p in answer.frontier]
         plt.plot(x, y, marker="braille", color="cyan")
         plt.scatter(x, y, marker="●", color="cyan")
         best = answer.rows[0]
-        plt.scatter([best.values["tokens_per_s_per_user"]],
-                    [best.values["served_throughput_per_gpu"]], marker="◆", color="red")
+        plt.scatter([best.plan.per_user], [best.plan.per_gpu], marker="◆", color="red")
         key = f"● frontier ({len(x)} plans)  ◆ best"
         if row is not None and row is not best:
-            plt.scatter([row.values["tokens_per_s_per_user"]],
-                        [row.values["served_throughput_per_gpu"]], marker="x",
-                        color="yellow")
+            plt.scatter([row.plan.per_user], [row.plan.per_gpu], marker="x", color="yellow")
             key += f"  x {row.rank}: {plan_text(row)}"
         plt.title(key)
         plt.xlabel("tok/s per user")
@@ -258,7 +246,7 @@ class PlanPanel(Vertical):
         if row is None or self.answer is None:
             self.notify("no plan to apply: s searches", severity="warning")
             return
-        choices = {k: str(row.choices[k]) for k in CATALOG_CHOICES if k in row.choices}
+        choices = row.plan.catalog
         self.post_message(self.Apply(f"plan {row.rank}: {plan_text(row)}", choices,
                                      self.answer.sets(row)))
 
