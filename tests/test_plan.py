@@ -130,6 +130,27 @@ def test_unreachable_as_json_gives_the_families(capsys: pytest.CaptureFixture[st
     assert h200["ttft_at_rate"]["value"] < 1000
 
 
+def test_a_set_pins_an_axis_and_the_plan_reports_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set tp=4`` takes TP out of the search: every candidate is TP4, the answer names
+    it (from the sheet), and the re-check line sets it once."""
+    import json
+
+    code = main(["plan", "--model", "llama-3.3-70b", "--hardware", "h200", "--set", "tp=4",
+                 "--slo", "itl=50ms", "--slo", "ttft=2s", "--rate", "5 request/s",
+                 "--format", "json"])
+    ans = json.loads(capsys.readouterr().out)
+    assert code == 0
+    plans = [ans["best"], *ans["frontier"]]
+    assert {p["choices"]["tp"] for p in plans} == {4}
+    v = ans["best"]["values"]
+    assert v["n_gpus"]["value"] == 4 * ans["best"]["choices"]["pp"]
+    assert v["deployment_gpus"]["value"] == v["n_gpus"]["value"] * v["deployment_replicas"]["value"]
+    code = main(["plan", "--model", "llama-3.3-70b", "--hardware", "h200", "--set", "tp=4",
+                 "--slo", "itl=50ms", "--slo", "ttft=2s", "--rate", "5 request/s"])
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert code == 0 and line.count("tp=") == 1 and "(tp=4," not in line
+
+
 @pytest.mark.parametrize(("args", "named"), [
     (["--slo", "itl=-1ms", "--rate", "20 request/s"], "itl"),
     (["--slo", "itl=50ms", "--rate", "20"], "rate"),

@@ -110,6 +110,10 @@ class Result:
                 out["hardware"], out["precision"] = str(item).split("@")
             else:
                 out[axis.name] = float(item)
+        sheet = self.sheets.get(str(out["engine"])) if self.sheets else self.sheet
+        for name in DEFAULT_AXES:  # a --set pins the axis: the sheet's value stands
+            if name not in out and sheet is not None:
+                out[name] = float(sheet.magnitude(name))
         return out
 
     def order(self) -> np.ndarray:

@@ -77,7 +77,8 @@ def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioS
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
     p = plan_report.candidate(result, i)
     price = plan.prices(prices_file).get(p.hardware, 0.0)
-    cells = [(k, _text(v)) for k, v in p.cells]
+    pinned = {n for n, _ in result.spec.sets}  # already there, as the user set them
+    cells = [(k, _text(v)) for k, v in p.cells if k not in pinned]
     return replace(result.spec, hardware=p.hardware, precision=p.precision, engine=p.engine,
                    sets=(*result.spec.sets, *cells, ("gpu_hour_price", _text(price))))
 
