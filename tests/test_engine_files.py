@@ -200,6 +200,22 @@ def test_expert_parallel_and_dp_attention_flags_when_the_plan_uses_them() -> Non
         ScenarioSpec(model="deepseek-v3", hardware="h200", sets=(("tp", "8"), ("ep", "8")))))
 
 
+def test_simulate_runs_the_engines_own_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
+    # before, --scheduler was vllm whatever --engine said
+    assert main(["simulate", "--engine", "sglang", "--rate", "2 request/s",
+                 "--requests", "20"]) == 0
+    assert " · sglang · open loop" in capsys.readouterr().out
+    assert scheduler_for("atom") == "atom" and scheduler_for(None) == "vllm"
+
+
+def test_a_plan_without_a_container_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--engine", "atom", "--hardware", "h100-sxm", "--slo", "itl=50ms",
+                 "--rate", "1 request/s", "--search", "tp=2", "--search", "concurrency=8",
+                 "--bench"]) == 2
+    err = capsys.readouterr().err
+    assert "--bench: atom has no [deploy] table" in err and "atom.toml" in err
+
+
 @pytest.mark.parametrize(("engine", "batching", "chunked"), [
     ("vllm", "mixed", True), ("sglang", "prefill-first", True),
     ("trtllm", "inflight", True), ("atom", "prefill-first", False)])

@@ -58,12 +58,13 @@ def _shared() -> dict[str, Any]:
     return data
 
 
-def engine_deploy(engine: str) -> dict[str, Any]:
-    """The engine file's ``[deploy]``; an engine without one is refused, naming its file."""
+def engine_deploy(engine: str, flag: str = "--deploy") -> dict[str, Any]:
+    """The engine file's ``[deploy]``; an engine without one is refused, naming its file
+    (and ``flag``, the option that needs it)."""
     found = engine_files.engine(engine)
     if found.deploy is None:
         raise InputError(f"{engine} has no [deploy] table (its image, port and health "
-                         f"endpoint) in {found.path}", name="--deploy")
+                         f"endpoint) in {found.path}", name=flag)
     return found.deploy
 
 

@@ -49,7 +49,7 @@ def question(ans: dict[str, Any], scenario: Scenario, engine: str) -> bench.Benc
     sheet = scenario.sheet
     e2e = float(ans["best"]["values"]["e2e_served"]["value"])
     rate = float(ans["question"]["request_rate"]["value"])
-    port = deploy.engine_deploy(engine)["port"]
+    port = deploy.engine_deploy(engine, "--bench")["port"]
     return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
                                isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
                                rate=rate, requests=bench.requests_for(rate, e2e))
