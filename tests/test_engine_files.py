@@ -172,6 +172,14 @@ def test_a_malformed_engine_file_is_one_message(
     assert all(w in err for w in words), err
 
 
+def test_a_folder_that_is_not_one_is_one_message(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(engine_files.FOLDERS_VARIABLE, str(tmp_path / "nope"))
+    assert main(["eval"]) == 2
+    assert f"PERFGRAPH_ENGINES: {tmp_path / 'nope'} is not a folder" in capsys.readouterr().err
+
+
 def test_an_engine_without_a_serving_command_says_why(folder: Path) -> None:
     text = MINE.replace('[launch]\n', '[launch]\nrefuse = "its flags are not documented"\n')
     (folder / "quiet.toml").write_text(text, encoding="utf-8")

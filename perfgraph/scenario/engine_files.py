@@ -110,8 +110,8 @@ def folders() -> list[Path]:
     extra = [Path(p) for p in os.environ.get(FOLDERS_VARIABLE, "").split(os.pathsep) if p]
     for folder in extra:
         if not folder.is_dir():
-            raise InputError(f"{FOLDERS_VARIABLE} names {folder}, which is not a folder",
-                             name=FOLDERS_VARIABLE)
+            raise InputError(f"{folder} is not a folder (this variable names folders of "
+                             "more engine files)", name=FOLDERS_VARIABLE)
     return [*extra, ENGINES_DIR]
 
 
