@@ -160,6 +160,8 @@ def test_a_file_in_the_folder_replaces_a_shipped_engine(folder: Path) -> None:
     ("max_batch_size = 64", 'max_batch_size = "64"',
      ["[cuda_graph] max_batch_size is '64'", "expected a whole number"]),
     ("[deploy]", "[deploys]", ["unknown key 'deploys' (did you mean 'deploy'?)"]),
+    ('auto = "bf16" }', 'auto = "bf16" }\ndisagregation_flag = "--role"',
+     ["unknown key 'disagregation_flag' in [launch] (did you mean 'disaggregation_flag'?)"]),
 ])
 def test_a_malformed_engine_file_is_one_message(
         folder: Path, capsys: pytest.CaptureFixture[str], old: str, new: str,

@@ -46,6 +46,14 @@ LAUNCH_VALUES = ("tp", "pp", "ep", "ep_switch", "dp_attention", "batch", "tokens
                  "mem_fraction", "free_fraction", "kv_dtype")
 #: what a [bench] flag's value may be: a value of the plan's question
 BENCH_VALUES = ("model", "url", "base_url", "isl", "osl", "rate", "requests")
+#: the keys each table may hold
+TABLE_KEYS = {
+    "scheduler": ("batching", "chunked_prefill", "preemption"),
+    "cuda_graph": ("max_batch_size", "decode", "mixed"),
+    "launch": ("command", "flags", "kv_dtype", "disaggregation_flag", "refuse"),
+    "bench": ("tool", "command", "flags", "tail", "result_flag", "result", "result_file"),
+    "deploy": ("image", "port", "health", "listen", "kv_connector", "disaggregation_note"),
+}
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,12 @@ class _Checker:
         self.where = (name,)
         before = len(self.problems)
         out = read(self)
+        known = TABLE_KEYS[name]
+        for key in data:
+            if key not in known:
+                self.problems.append(self.doc.error(
+                    f"unknown key {key!r} in [{name}]{_near(key, known)}; expected one of: "
+                    f"{', '.join(known)}", name, key))
         return out if len(self.problems) == before else None
 
     def get(self, key: str, kind: str, default: Any = ...) -> Any:
