@@ -182,6 +182,18 @@ def test_a_folder_that_is_not_one_is_one_message(
     assert f"PERFGRAPH_ENGINES: {tmp_path / 'nope'} is not a folder" in capsys.readouterr().err
 
 
+def test_an_engine_without_a_scheduler_cannot_be_simulated(
+        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = MINE.replace('[scheduler]\nbatching = "inflight"\nchunked_prefill = false\n'
+                        'preemption = "none"\n', "")
+    (folder / "plain.toml").write_text(text, encoding="utf-8")
+    assert main(["eval", "--engine", "plain"]) == 0  # its memory rule is enough for eval
+    capsys.readouterr()
+    assert main(["simulate", "--engine", "plain", "--rate", "1 request/s",
+                 "--requests", "10"]) == 2
+    assert "--scheduler: plain has no [scheduler] table" in capsys.readouterr().err
+
+
 def test_an_engine_without_a_serving_command_says_why(folder: Path) -> None:
     text = MINE.replace('[launch]\n', '[launch]\nrefuse = "its flags are not documented"\n')
     (folder / "quiet.toml").write_text(text, encoding="utf-8")

@@ -53,13 +53,6 @@ def schedulers() -> list[str]:
     return [*engine_files.names(), STATIC]
 
 
-def batching_of(name: str) -> str:
-    """The rule scheduler ``name`` follows: its engine file's ``[scheduler] batching``."""
-    if name == STATIC:
-        return STATIC
-    return _rule(name).batching
-
-
 def _rule(name: str) -> engine_files.Scheduling:
     found = engine_files.engine(name)
     if found.scheduling is None:
