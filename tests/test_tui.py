@@ -547,7 +547,7 @@ SMALL = (80, 24)
 
 @pytest.fixture
 def fixture_load(monkeypatch) -> Callable[..., Scenario]:
-    from perfgraph.scenario import catalog, choices, loading, save
+    from perfgraph.scenario import catalog, choices, engine_files, loading, save
 
     folders = {"model": "models", "hardware": "hardware", "workload": "workloads"}
     monkeypatch.setattr(catalog, "sheet_paths",
@@ -555,11 +555,11 @@ def fixture_load(monkeypatch) -> Callable[..., Scenario]:
     for module in (catalog, choices, save):
         monkeypatch.setattr(module, "catalog_dir", lambda kind: TUI_DATA / folders[kind])
     monkeypatch.setattr(loading, "PRECISIONS_FILE", TUI_DATA / "precisions.toml")
-    monkeypatch.setattr(loading, "ENGINES_DIR", TUI_DATA / "engines")
-    for cached in (loading._sheet_declarations, loading.precisions, loading._engine_doc):
+    monkeypatch.setattr(engine_files, "ENGINES_DIR", TUI_DATA / "engines")
+    for cached in (loading._sheet_declarations, loading.precisions):
         cached.cache_clear()
     yield load
-    for cached in (loading._sheet_declarations, loading.precisions, loading._engine_doc):
+    for cached in (loading._sheet_declarations, loading.precisions):
         cached.cache_clear()
 
 

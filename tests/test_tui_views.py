@@ -304,6 +304,27 @@ def test_the_simulation_runs_only_when_shown_and_the_sheet_changed(monkeypatch) 
     drive(app, script)
 
 
+def test_the_simulation_runs_the_scenarios_engines_scheduler(monkeypatch) -> None:
+    from perfgraph.scenario.loading import ScenarioSpec
+
+    schedulers: list[str] = []
+    real = simulation.run
+
+    def seen(sheet, label, open_loop=False, **kw):  # type: ignore[no-untyped-def]
+        schedulers.append(kw["scheduler"])
+        return real(sheet, label, open_loop, requests=50, scheduler=kw["scheduler"])
+
+    monkeypatch.setattr(simulation, "run", seen)
+    app = make_app(load(ScenarioSpec(engine="sglang")))
+
+    async def script(pilot: Pilot) -> None:
+        await pilot.press("7")
+        await settle(pilot)
+        assert schedulers == ["sglang"]  # as perfgraph simulate --engine sglang
+
+    drive(app, script)
+
+
 # ---------------------------------------------------------------------- snapshots
 #: Frozen answers (tests/data/tui/PROVENANCE.md): the views draw them as they draw a search or a
 #: run, so the snapshots do not move with the plan's or the simulator's physics.

@@ -30,7 +30,7 @@ from perfgraph.errors import (
     raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
-from perfgraph.scenario import domain, profiles
+from perfgraph.scenario import domain, engine_files, profiles
 from perfgraph.scenario.catalog import (
     Entry,
     cell_declaration,
@@ -46,8 +46,6 @@ SCENARIO_KEYS = ("name", "doc", "model", "hardware", "workload", "precision", "e
                  "values", "cells")
 #: The serving engine whose memory rule and scheduling defaults apply (``--engine``).
 DEFAULT_ENGINE = "vllm"
-ENGINES_DIR = Path(__file__).resolve().parent / "engines"
-ENGINE_KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "realistic")
 CALIBRATION_KEYS = ("name", "doc", "values", "cells", "profile")
 PRECISIONS_FILE = Path(__file__).resolve().parent / "precisions.toml"
 
@@ -175,31 +173,26 @@ def load(spec: ScenarioSpec | None = None) -> Scenario:
 
 
 def engine_names() -> list[str]:
-    return sorted(p.stem for p in ENGINES_DIR.glob("*.toml"))
+    """The engines the folder holds (:mod:`perfgraph.scenario.engine_files`)."""
+    return engine_files.names()
 
 
 def _engine_name(spec: ScenarioSpec, file_entry: Entry | None) -> str:
     return str(spec.engine or _from_file(file_entry, "engine") or DEFAULT_ENGINE).strip().lower()
 
 
-@lru_cache(maxsize=8)
-def _engine_doc(name: str) -> tomlfile.TomlDoc:
-    return tomlfile.read(ENGINES_DIR / f"{name}.toml")
-
-
 def engine_entry(name: str, file_entry: Entry | None = None) -> Entry:
     """The engine file for ``name``; an unknown name is one message listing the engines (and
     the scenario file's line when the name came from there)."""
-    known = engine_names()
-    if name not in known:
-        exc = CatalogError(f"unknown engine {name!r}{_near(name, known)}; known engines: "
-                           f"{', '.join(known)}", name="engine")
+    try:
+        doc = engine_files.doc(name)
+    except CatalogError as exc:
         if file_entry is not None:
-            raise exc.located(file=file_entry.path, line=file_entry.doc.line("engine"))
-        raise exc
-    entry = Entry("engine", _engine_doc(name))
-    check_keys(entry, ENGINE_KEYS)
-    return entry
+            raise exc.located(file=file_entry.path, line=file_entry.doc.line("engine")) \
+                from None
+        raise
+    engine_files.engine(name)  # every table of the file checked
+    return Entry("engine", doc)
 
 
 def _check_complete(decls: dict[str, Declaration], entries: dict[str, Entry],

@@ -65,20 +65,21 @@ class SimAnswer:
 
 
 def setup_for(sheet: Sheet, open_loop: bool = False, requests: int = REQUESTS,
-              seed: int = SEED) -> Setup:
-    """The sheet's loop: ``concurrency`` users, or arrivals at ``request_rate`` (Poisson)."""
+              seed: int = SEED, scheduler: str = "vllm") -> Setup:
+    """The sheet's loop: ``concurrency`` users, or arrivals at ``request_rate`` (Poisson),
+    scheduled by ``scheduler`` (the scenario's engine's, as ``perfgraph simulate`` does)."""
     if open_loop:
         return Setup(rate=sheet.magnitude("request_rate", "request/s"), requests=requests,
-                     seed=seed)
+                     seed=seed, scheduler=scheduler)
     users = max(1, round(sheet.magnitude("concurrency")))
-    return Setup(users=users, requests=requests, seed=seed)
+    return Setup(users=users, requests=requests, seed=seed, scheduler=scheduler)
 
 
 def run(sheet: Sheet, label: str, open_loop: bool = False, requests: int = REQUESTS,
-        seed: int = SEED) -> SimAnswer:
-    """Simulate on ``sheet`` (a fork: this may run off the UI thread)."""
+        seed: int = SEED, scheduler: str = "vllm") -> SimAnswer:
+    """Simulate on ``sheet`` (a fork: this may run off the UI thread) with ``scheduler``."""
     start = time.perf_counter()
-    setup = setup_for(sheet, open_loop, requests, seed)
+    setup = setup_for(sheet, open_loop, requests, seed, scheduler)
     result = simulate(sheet, setup)
     summary = summarise(result, sheet)
     loop = (f"closed loop, {setup.users} users" if setup.users else

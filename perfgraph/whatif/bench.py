@@ -1,7 +1,9 @@
 """The benchmark that checks a plan: the ``vllm bench serve``, ``sglang.bench_serving`` or
 AIPerf command that sends the plan's question (its ISL and OSL, Poisson arrivals at its
 request rate, enough requests for a steady state) to the deployment and writes a result file
-``perfgraph compare --plan`` and ``perfgraph calibrate`` read. Flags are data (bench.toml).
+``perfgraph compare --plan`` and ``perfgraph calibrate`` read. Flags are data: each engine
+file's ``[bench]`` names the tool that measures it and may define one (its command, flags and
+result file; scenario/engines/NAME.toml).
 """
 
 from __future__ import annotations
@@ -10,14 +12,11 @@ import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from perfgraph._infra.tomlfile import read
 from perfgraph.errors import InputError
+from perfgraph.scenario import engine_files
+from perfgraph.scenario.engine_files import Bench
 
-BENCH_FILE = Path(__file__).resolve().parent / "bench.toml"
-TOOLS = ("vllm", "sglang", "aiperf")
-ENGINE_TOOL = {"vllm": "vllm", "sglang": "sglang", "trtllm": "aiperf"}
 #: requests sent: this many times the requests in flight (Little's law: rate × E2E), so that
 #: the ramp at the start and the drain at the end are a small part of the run
 TURNOVERS = 10
@@ -44,19 +43,32 @@ def requests_for(rate: float, e2e_ms: float) -> int:
         else MIN_REQUESTS
 
 
-def tool_spec(tool: str) -> dict[str, Any]:
-    if tool not in TOOLS:
-        raise InputError(f"unknown benchmark tool {tool!r}; known: {', '.join(TOOLS)}",
+def tools() -> dict[str, Bench]:
+    """The benchmark tools the engine files define, by name."""
+    return {e.bench.tool: e.bench for e in engine_files.engines() if e.bench is not None}
+
+
+def engine_tool(engine: str) -> str:
+    """The tool that measures ``engine`` (its file's ``[bench] tool``)."""
+    found = engine_files.engine(engine)
+    if found.bench_tool is None:
+        raise InputError(f"{engine} names no benchmark tool ([bench] tool in {found.path}); "
+                         f"give one: --bench {' | '.join(tools())}", name="--bench")
+    return found.bench_tool
+
+
+def tool_spec(tool: str) -> Bench:
+    known = tools()
+    if tool not in known:
+        raise InputError(f"unknown benchmark tool {tool!r}; known: {', '.join(known)}",
                          name="--bench")
-    spec: dict[str, Any] = read(BENCH_FILE).data[tool]
-    return spec
+    return known[tool]
 
 
 def result_path(tool: str) -> str:
     """The file the tool's result lands in (AIPerf: inside its artifact directory)."""
     spec = tool_spec(tool)
-    return str(Path(spec["result"], spec["result_file"])) if "result_file" in spec \
-        else spec["result"]
+    return str(Path(spec.result, spec.result_file)) if spec.result_file else spec.result
 
 
 def words(tool: str, q: BenchQuestion) -> list[str]:
@@ -64,10 +76,10 @@ def words(tool: str, q: BenchQuestion) -> list[str]:
     values = {"model": q.model, "url": q.url, "base_url": f"http://{q.url}",
               "isl": str(q.isl), "osl": str(q.osl), "rate": f"{q.rate:g}",
               "requests": str(q.requests)}
-    out = list(spec["command"])
-    for flag, key in spec["flags"]:
+    out = list(spec.command)
+    for flag, key in spec.flags:
         out += [flag, values[key]]
-    return [*out, *spec["tail"], spec["result_flag"], spec["result"]]
+    return [*out, *spec.tail, spec.result_flag, spec.result]
 
 
 def command(tool: str, q: BenchQuestion) -> str:

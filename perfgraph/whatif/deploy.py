@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgraph._infra.tomlfile import read
+from perfgraph.errors import InputError
+from perfgraph.scenario import engine_files
 from perfgraph.scenario.loading import Scenario
 from perfgraph.whatif import launch
 from perfgraph.whatif.plan_answer import DisaggregatedPools, PlanPools
@@ -29,24 +31,42 @@ from perfgraph.whatif.plan_answer import DisaggregatedPools, PlanPools
 DEPLOY_FILE = Path(__file__).resolve().parent / "deploy.toml"
 FORMATS = ("k8s", "dynamo", "llm-d")
 GPU = "nvidia.com/gpu"
-#: what each launch.toml flag value is, in the plan's cells
+#: what each [launch] flag value is (scenario/engines/NAME.toml), in the plan's cells
 VALUE_CELLS = {
     "tp": "tp (tensor parallel GPUs per replica)",
     "pp": "pp (pipeline stages per replica)",
+    "ep": "ep (expert parallel GPUs)",
     "batch": "concurrency (the plan's batch: sequences in flight per replica)",
-    "tokens": "max(isl, compute_bound_threshold) (tokens per scheduler step)",
+    "tokens": "launch_token_budget = max(isl, compute_bound_threshold) (tokens per "
+              "scheduler step)",
     "mem_fraction": "gpu_memory_utilization",
-    "free_fraction": "(gpu_memory_utilization × hbm_capacity − weights_bytes_per_gpu) ÷ "
-                     "(hbm_capacity − weights_bytes_per_gpu)",
+    "free_fraction": "launch_free_fraction = (gpu_memory_utilization × hbm_capacity − "
+                     "weights_bytes_per_gpu) ÷ (hbm_capacity − weights_bytes_per_gpu)",
     "kv_dtype": "kv_bytes (1 byte: fp8)",
 }
 
 
-@cache
 def config() -> dict[str, Any]:
-    """deploy.toml: images, ports, health endpoints, Dynamo's and llm-d's settings."""
+    """deploy.toml (probes, Dynamo's and llm-d's settings), and under ``engines`` each engine
+    file's ``[deploy]``: its image, port, health endpoint, listen address and KV connector."""
+    return {**_shared(), "engines": {e.name: e.deploy for e in engine_files.engines()
+                                     if e.deploy is not None}}
+
+
+@cache
+def _shared() -> dict[str, Any]:
     data: dict[str, Any] = read(DEPLOY_FILE).data
     return data
+
+
+def engine_deploy(engine: str, flag: str = "--deploy") -> dict[str, Any]:
+    """The engine file's ``[deploy]``; an engine without one is refused, naming its file
+    (and ``flag``, the option that needs it)."""
+    found = engine_files.engine(engine)
+    if found.deploy is None:
+        raise InputError(f"{engine} has no [deploy] table (its image, port and health "
+                         f"endpoint) in {found.path}", name=flag)
+    return found.deploy
 
 
 @dataclass(frozen=True)
@@ -80,18 +100,24 @@ class Plan:
         return int(self.scenario.sheet.magnitude("pp"))
 
     def command(self) -> list[str]:
-        """The engine's command words (launch.toml ``command``), the model put in."""
+        """The engine's command words (its [launch] ``command``), the model put in."""
         spec = launch.engine_spec(self.engine)
-        return [w.replace("{hf_id}", self.model) for w in spec["command"]]
+        return [w.replace("{hf_id}", self.model) for w in spec.command]
 
     def flags(self) -> list[tuple[str, str, str]]:
         return launch.flags(self.engine, self.scenario)
+
+    def flag_words(self) -> list[str]:
+        """The flags as argv words: each flag, then its value (none for a switch)."""
+        return [w for flag, value, _ in self.flags() for w in ((flag, value) if value
+                                                               else (flag,))]
 
 
 def plan_of(engine: str, scenario: Scenario, pools: PlanPools, summary: str,
             recheck: str = "") -> Plan:
     """A :class:`Plan` from ``plan``'s pools (one pool of replicas, or prefill and decode)."""
-    launch.engine_spec(engine)  # refuses an unknown engine
+    launch.engine_spec(engine)  # refuses an unknown engine, or one with no command
+    engine_deploy(engine)
     made: tuple[Pool, ...]
     if isinstance(pools, DisaggregatedPools):
         made = (Pool("prefill", pools.prefill.replicas, "prefill_pool_replicas"),
@@ -121,10 +147,13 @@ class Fields:
 
     def args(self, path: str, words: list[str], plan: Plan, start: int) -> None:
         """Trace each flag value of the serving command in ``words`` (from index ``start``)."""
-        for i, (flag, value, key) in enumerate(plan.flags()):
-            at = start + 2 * i + 1
-            assert words[at - 1] == flag and words[at] == value, (words, flag, value)
-            self.put(f"{path}[{at}]", value, f"{flag}: {VALUE_CELLS[key]}")
+        at = start
+        for flag, value, key in plan.flags():
+            assert words[at] == flag, (words, flag)
+            if value:  # a switch carries no value to trace
+                assert words[at + 1] == value, (words, flag, value)
+                self.put(f"{path}[{at + 1}]", value, f"{flag}: {VALUE_CELLS[key]}")
+            at += 2 if value else 1
 
 
 @dataclass(frozen=True)
@@ -178,18 +207,18 @@ def role_words(plan: Plan, pool: Pool) -> tuple[list[str], list[str]]:
     ``--disaggregation-mode``, as ``--launch`` prints it) and the engine's KV connector;
     then the address to listen on where the engine binds only localhost."""
     spec = launch.engine_spec(plan.engine)
-    engine = config()["engines"][plan.engine]
+    engine = engine_deploy(plan.engine)
     role: list[str] = []
     if pool.role != "serve":
-        role = [spec["disaggregation_flag"], pool.role] if "disaggregation_flag" in spec else []
+        role = [spec.disaggregation_flag, pool.role] if spec.disaggregation_flag else []
         role += engine.get("kv_connector", [])
     return role, list(engine.get("listen", []))
 
 
 def _container(plan: Plan, pool: Pool, fields: Fields, at: str) -> dict[str, Any]:
-    engine = config()["engines"][plan.engine]
+    engine = engine_deploy(plan.engine)
     command = plan.command()
-    args = [w for flag, value, _ in plan.flags() for w in (flag, value)]
+    args = plan.flag_words()
     role, listen = role_words(plan, pool)
     fields.args(f"{at}.args", args, plan, 0)
     gpus = str(fields.put(f"{at}.resources.limits.{GPU}", plan.gpus,
@@ -220,7 +249,7 @@ def _deployment(plan: Plan, pool: Pool, fields: Fields, doc: int) -> dict[str, A
 def _service(plan: Plan, pool: Pool) -> dict[str, Any]:
     labels = _labels(plan, pool)
     name = plan.name if pool.role == "serve" else f"{plan.name}-{pool.role}"
-    port = config()["engines"][plan.engine]["port"]
+    port = engine_deploy(plan.engine)["port"]
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
             "spec": {"selector": labels,
                      "ports": [{"name": "http", "port": port, "targetPort": "http"}]}}
@@ -240,9 +269,9 @@ def kubernetes(plan: Plan) -> File:
     if listen:
         extras.append(f"{' '.join(listen)} (the engine binds localhost by default; the probes "
                       "and the Service reach the pod's address)")
-    if plan.disaggregated and plan.engine == "trtllm":
-        extras.append("trtllm-serve pools are not wired to each other (TensorRT-LLM's "
-                      "disaggregated serving takes a config file, not generated)")
+    unwired = engine_deploy(plan.engine).get("disaggregation_note")
+    if plan.disaggregated and unwired:
+        extras.append(unwired)
     return File(f"{plan.name}-k8s.yaml",
                 "Kubernetes: an apps/v1 Deployment and a v1 Service per pool",
                 tuple(docs), tuple(d["kind"] for d in docs), tuple(fields.lines),

@@ -15,25 +15,24 @@ from perfgraph.whatif.deploy import (
     Plan,
     Pool,
     config,
+    engine_deploy,
     kubernetes,
     probe,
 )
-
-WORKER_NAMES = {"vllm": "Vllm", "sglang": "Sglang", "trtllm": "Trtllm"}
 
 
 def _dynamo_worker(plan: Plan, pool: Pool, fields: Fields, settings: dict[str, Any]
                    ) -> dict[str, Any]:
     engine = settings["engines"][plan.engine]
-    name = WORKER_NAMES[plan.engine] + ("Worker" if pool.role == "serve"
-                                        else f"{pool.role.capitalize()}Worker")
+    name = plan.engine.capitalize() + ("Worker" if pool.role == "serve"
+                                       else f"{pool.role.capitalize()}Worker")
     at = f"spec.services.{name}"
-    flags = [w for flag, value, _ in plan.flags() for w in (flag, value)]
+    flags = plan.flag_words()
     args = [engine["model_flag"], plan.model, *flags]
     fields.args(f"{at}.extraPodSpec.mainContainer.args", args, plan, 2)
     if pool.role != "serve":
         args += ["--disaggregation-mode", pool.role,
-                 *config()["engines"][plan.engine]["kv_connector"]]
+                 *engine_deploy(plan.engine)["kv_connector"]]
     gpus = str(fields.put(f"{at}.resources.limits.gpu", plan.gpus,
                           "n_gpus = tp × pp (GPUs of one worker)"))
     service: dict[str, Any] = {"componentType": "worker"}
@@ -74,7 +73,7 @@ def dynamo(plan: Plan) -> File:
     extras = ["the Frontend (one replica: it routes, it serves no model)",
               "envFromSecret hf-token-secret (a Secret holding HF_TOKEN, for gated models)"]
     if plan.disaggregated:
-        kv = " ".join(config()["engines"][plan.engine]["kv_connector"])
+        kv = " ".join(engine_deploy(plan.engine)["kv_connector"])
         extras.append(f"--disaggregation-mode prefill|decode and {kv} after the plan's flags "
                       "(each worker's role and the KV hand-off)")
     return File(f"{plan.name}-dynamo.yaml", "Dynamo: DynamoGraphDeployment (nvidia.com/v1alpha1)",
@@ -89,11 +88,11 @@ def _llm_d_pool(plan: Plan, pool: Pool | None, role: str, fields: Fields,
     """The chart's ``decode`` or ``prefill`` block; ``pool`` None: not created."""
     if pool is None:
         return {"create": False, "replicas": 0}
-    engine = config()["engines"][plan.engine]
+    engine = engine_deploy(plan.engine)
     behind_proxy = plan.disaggregated and role == "decode"
     port = settings["proxy_port"] if behind_proxy else settings["service_port"]
     command = plan.command()
-    args = [w for flag, value, _ in plan.flags() for w in (flag, value)]
+    args = plan.flag_words()
     at = f"{role}.containers[0]"
     fields.args(f"{at}.args", args, plan, 0)
     args += ["--port", str(port)]
@@ -142,7 +141,7 @@ def llm_d(plan: Plan) -> File:
     extras = ["--port after the plan's flags (the chart's servicePort, or proxy.targetPort "
               "for decode behind the routing sidecar)"]
     if plan.disaggregated:
-        kv = " ".join(config()["engines"][plan.engine]["kv_connector"])
+        kv = " ".join(engine_deploy(plan.engine)["kv_connector"])
         extras.append(f"{kv} (the KV hand-off)")
     return File(f"{plan.name}-llm-d-values.yaml",
                 f"llm-d: values for the {settings['chart']} Helm chart", (values,),

@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load
 from perfgraph.whatif.plan_answer import HoldReport, SimulatedCandidate
 from perfgraph.whatif.plan_question import parse_slo
 from perfgraph.whatif.plan_search import Result
 from perfgraph.whatif.simulate import Run, Setup, simulate
 from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
-from perfgraph.whatif.simulate.scheduler import SCHEDULERS
 from perfgraph.whatif.simulate.summary import summarise
 
 #: --slo METRIC.STAT=VALUE: the simulation's latency and statistic it limits
@@ -158,8 +157,9 @@ def simulate_job(job: Job, slos: tuple[PercentileSlo, ...]) -> Outcome:
 
 
 def scheduler_for(engine: str | None) -> str:
-    """The simulator's scheduler policy for an engine (vLLM's for one it has none of)."""
-    return engine if engine in SCHEDULERS else "vllm"
+    """The simulator's scheduler for an engine: its own (its engine file's ``[scheduler]``),
+    the default engine's when none is named."""
+    return engine or DEFAULT_ENGINE
 
 
 def jobs_for(rows: Iterable[int], spec_of: Callable[[int], ScenarioSpec],

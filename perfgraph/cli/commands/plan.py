@@ -53,9 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output format: table, json or markdown (default: table)")
     p.add_argument("--out", metavar="FILE.parquet", help="write every feasible plan here")
     add_force_option(p)
-    p.add_argument("--launch", nargs="?", const="", choices=("", *launch.ENGINES),
-                   metavar="ENGINE", help="print the best plan's serving command (default: "
-                                          "the best plan's engine)")
+    engines = launch.engines()
+    p.add_argument("--launch", nargs="?", const="", choices=("", *engines),
+                   metavar="ENGINE", help="print the best plan's serving command: "
+                                          f"{', '.join(engines)} (default: the best plan's "
+                                          "engine)")
     p.add_argument("--prices", metavar="FILE", help="your own $/GPU-hour (prices.toml shape)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="threads that evaluate the space (default: the cores); the answer is "

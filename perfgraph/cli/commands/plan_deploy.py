@@ -21,10 +21,11 @@ from perfgraph.whatif.plan_answer import (
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bench", nargs="?", const="", choices=("", *bench.TOOLS), metavar="TOOL",
+    tools = list(bench.tools())
+    p.add_argument("--bench", nargs="?", const="", choices=("", *tools), metavar="TOOL",
                    help="print the benchmark that measures the plan's question, writing a file "
-                        "compare --plan reads (vllm, sglang, aiperf; default: the best plan's "
-                        "engine's own)")
+                        f"compare --plan reads ({', '.join(tools)}; default: the best plan's "
+                        "engine's own, as its engine file names it)")
     p.add_argument("--deploy", action="append", choices=deploy.FORMATS, default=[],
                    metavar="FORMAT", help="write the best plan's deployment files: k8s "
                                           "(Deployment + Service per pool), dynamo "
@@ -53,14 +54,14 @@ def question(ans: PlanFound, scenario: Scenario, engine: str) -> bench.BenchQues
     """The benchmark's question from the plan's answer and its best scenario."""
     sheet = scenario.sheet
     rate = ans.question.request_rate.value
-    port = deploy.config()["engines"][engine]["port"]
+    port = deploy.engine_deploy(engine, "--bench")["port"]
     return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
                                isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
                                rate=rate, requests=bench.requests_for(rate, ans.best.e2e))
 
 
 def tool_of(args: argparse.Namespace, engine: str) -> str:
-    return str(args.bench or bench.ENGINE_TOOL[engine])
+    return str(args.bench or bench.engine_tool(engine))
 
 
 def benchmark(args: argparse.Namespace, ans: PlanFound, scenario: Scenario,

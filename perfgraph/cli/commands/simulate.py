@@ -27,14 +27,14 @@ from perfgraph.cli.options import (
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.output import parquet as export
-from perfgraph.scenario.loading import Scenario, load
+from perfgraph.scenario.loading import DEFAULT_ENGINE, Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.whatif.simulate.router import ROUTERS
-from perfgraph.whatif.simulate.scheduler import SCHEDULERS
+from perfgraph.whatif.simulate.scheduler import schedulers
 from perfgraph.whatif.simulate.step_sheet import explain_step
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -60,9 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "same run (default: 0)")
     p.add_argument("--warmup", type=int, help="first N requests left out of the statistics "
                    "(default: the users of a closed loop, else 0)")
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="vllm",
+    known = schedulers()
+    p.add_argument("--scheduler", choices=known, default=None,
                    help="whose batching policy schedules each step: "
-                        f"{', '.join(SCHEDULERS)} (default: vllm)")
+                        f"{', '.join(known)}, each engine's as its engine file says "
+                        "(default: the --engine's own)")
     p.add_argument("--token-budget", type=int, metavar="N",
                    help="tokens a step may carry (vLLM max_num_batched_tokens, SGLang "
                         "chunked-prefill-size, TRT-LLM max_num_tokens)")
@@ -130,7 +132,7 @@ def setup_from(args: argparse.Namespace) -> Setup:
     rate = arr.parse_rate(args.rate) if args.rate is not None else None
     setup = Setup(rate=rate, cv=cv, users=args.users, requests=args.requests,
                   lengths=args.lengths, seed=args.seed, warmup=args.warmup,
-                  scheduler=args.scheduler, token_budget=args.token_budget,
+                  scheduler=args.scheduler or DEFAULT_ENGINE, token_budget=args.token_budget,
                   max_seqs=args.max_num_seqs, sessions=args.sessions,
                   explain_step=None if args.explain_step is None else args.explain_step - 1)
     check(setup)
@@ -194,6 +196,8 @@ def _pool_title(args: argparse.Namespace, scenario: Scenario) -> str:
 def run(args: argparse.Namespace) -> int:
     setup = setup_from(args)
     scenario = load_scenario(args)
+    if args.scheduler is None:  # the engine's own scheduler
+        setup = replace(setup, scheduler=scenario.engine)
     sheet = scenario.sheet
     progress = _progress(setup)
     result = _simulate(args, scenario, setup, progress)

@@ -116,6 +116,7 @@ class SimulatePanel(Vertical):
         self.open_loop = False
         self.label = "roofline"
         self._sheet: Sheet | None = None
+        self._engine = "vllm"  # whose scheduler runs: the scenario's engine
 
     @classmethod
     def create(cls, context: ViewContext) -> SimulatePanel:
@@ -131,24 +132,26 @@ class SimulatePanel(Vertical):
     def refresh_from(self, session: Session, cell: str | None) -> None:
         self.label = session.scenario.prediction
         self._sheet = session.sheet
+        self._engine = session.scenario.engine
         self.rerun()
 
     def rerun(self) -> None:
         if self._sheet is None:
             return
         self.query_one("#sim-summary", Static).update(Text("simulating…", style="dim"))
-        self._run(self._sheet.fork(), self.label, self.open_loop)
+        self._run(self._sheet.fork(), self.label, self.open_loop, self._engine)
 
     def action_loop(self) -> None:
         self.open_loop = not self.open_loop
         self.rerun()
 
     @work(thread=True, exclusive=True, group="simulate")
-    def _run(self, sheet: Sheet, label: str, open_loop: bool) -> None:
+    def _run(self, sheet: Sheet, label: str, open_loop: bool, engine: str) -> None:
         from perfgraph.tui import simulation
 
         try:
-            answer: SimAnswer | str = simulation.run(sheet, label, open_loop)
+            answer: SimAnswer | str = simulation.run(sheet, label, open_loop,
+                                                     scheduler=engine)
         except PerfgraphError as exc:
             answer = exc.message
         if not get_current_worker().is_cancelled:

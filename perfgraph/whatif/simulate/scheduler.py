@@ -1,6 +1,10 @@
 """How an engine fills a step, as data the loop reads (``--scheduler``).
 
-- ``vllm`` (v1): running decodes first, then prefill chunks in the same step (chunked
+Each engine file says which rule its scheduler follows (``[scheduler] batching`` in
+``scenario/engines/NAME.toml``), so ``--scheduler`` takes any engine the folder holds, and
+defaults to the ``--engine``'s own:
+
+- ``mixed`` (vLLM v1): running decodes first, then prefill chunks in the same step (chunked
   prefill), up to a fixed token budget, decodes included: the sheet's
   ``max_num_batched_tokens`` wherever the sheet models the engine's chunking
   (``prefill_rides_decode_step``, the realistic terms: vLLM's scheduler takes the running
@@ -12,15 +16,16 @@
   ``max_context`` prompt tokens (a lone prompt prefills whole, as the sheet's ``ttft`` has
   it). With the sheet's ``chunked_prefill`` off, prompts prefill whole in steps of their
   own, before the decodes (vLLM V0).
-- ``sglang``: prefill batches and decode batches apart, prefill first (SGLang's default,
-  no mixed chunks), up to ``chunked-prefill-size`` tokens (``--token-budget``, else the
+- ``prefill-first`` (SGLang, ATOM): prefill batches and decode batches apart, prefill first
+  (no mixed chunks), up to ``chunked-prefill-size`` tokens (``--token-budget``, else the
   sheet's ``max_num_batched_tokens`` under the realistic terms, else ``max_context``) a
-  prefill batch.
-- ``trtllm``: in-flight batching with a fixed ``max_num_tokens`` budget, decodes included
-  (``--token-budget``, else the sheet's ``max_num_batched_tokens`` under the realistic
-  terms, else concurrency + chunk_size), context chunking on.
-- ``static``: a batch of up to ``max_num_seqs`` requests is prefilled whole, then decoded
-  until its last request ends; the next batch starts only then.
+  prefill batch; the engine file's ``chunked_prefill`` false: each prompt whole (ATOM).
+- ``inflight`` (TensorRT-LLM): in-flight batching with a fixed ``max_num_tokens`` budget,
+  decodes included (``--token-budget``, else the sheet's ``max_num_batched_tokens`` under
+  the realistic terms, else concurrency + chunk_size), context chunking as the engine file
+  says.
+- ``static`` (no engine): a batch of up to ``max_num_seqs`` requests is prefilled whole, then
+  decoded until its last request ends; the next batch starts only then.
 
 ``max_num_seqs`` is the sheet's ``concurrency`` (requests in flight), or ``--max-num-seqs``.
 Under ``pp_steady_state`` a vLLM step with a token budget carries one batch of each of
@@ -37,8 +42,24 @@ from dataclasses import dataclass
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
+from perfgraph.scenario import engine_files
 
-SCHEDULERS = ("vllm", "sglang", "trtllm", "static")
+#: the scheduler that belongs to no engine
+STATIC = "static"
+
+
+def schedulers() -> list[str]:
+    """What ``--scheduler`` takes: every engine the folder holds, and ``static``."""
+    return [*engine_files.names(), STATIC]
+
+
+def _rule(name: str) -> engine_files.Scheduling:
+    found = engine_files.engine(name)
+    if found.scheduling is None:
+        raise InputError(f"{name} has no [scheduler] table in {found.path}: expected "
+                         f"batching = {' | '.join(engine_files.BATCHING)}, chunked_prefill "
+                         "and preemption", name="--scheduler")
+    return found.scheduling
 
 
 @dataclass(frozen=True)
@@ -79,18 +100,21 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     chunk = max(1, math.ceil(m("chunk_size", "token")))
     context = max(1, math.ceil(m("max_context", "token")))
     budget = token_budget or _engine_budget(sheet)
-    chunked = bool(m("chunked_prefill"))
+    chunked = bool(m("chunked_prefill"))  # the mixed rule's: the sheet models its chunking
     per = round(m("spec_k")) + 1
-    if name == "vllm":
+    if name == STATIC:
+        return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs, 1, per)
+    rule = _rule(name)
+    if rule.batching == "mixed":
         # V0's virtual engines each hold the engine's own budget (none in the seed's scheduler)
         lanes = max(1, math.floor(m("step_schedulers"))) if budget and chunked else 1
         return Policy(name, chunked, chunked, False, chunk, budget or context,
                       budget if chunked else 0, seqs, lanes, per)
-    if name == "sglang":
-        return Policy(name, False, True, False, 0, budget or context, 0, seqs, 1, per)
-    if name == "trtllm":
-        return Policy(name, True, True, False, 0, 0, budget or seqs * per + chunk, seqs, 1, per)
-    return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs, 1, per)
+    if rule.batching == "prefill-first":
+        return Policy(name, False, rule.chunked_prefill, False, 0, budget or context, 0, seqs,
+                      1, per)
+    return Policy(name, True, rule.chunked_prefill, False, 0, 0, budget or seqs * per + chunk,
+                  seqs, 1, per)
 
 
 def _engine_budget(sheet: Sheet) -> int:
