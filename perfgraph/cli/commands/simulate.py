@@ -27,12 +27,12 @@ from perfgraph.cli.options import (
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.output import parquet as export
+from perfgraph.output.simulate_report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.scenario.loading import Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
-from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.whatif.simulate.router import ROUTERS
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
 from perfgraph.whatif.simulate.step_sheet import explain_step
@@ -208,8 +208,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     summary = summarise(result, sheet)
-    summary["run_measured"] = result.lengths.measured
-    summary["measured_source"] = result.lengths.source
     if not result.complete:
         print("perfgraph: interrupted: the summary covers the requests done so far"
               + ("; no file written" if args.out or args.trace else ""), file=sys.stderr)
