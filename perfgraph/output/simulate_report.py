@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from perfgraph._infra.atomic import write_text_atomic
+from perfgraph.output.parquet import write_frames
 from perfgraph.whatif.simulate import Run
 from perfgraph.whatif.simulate.sim_summary import (
     FrontendLoad,
@@ -255,6 +257,20 @@ def request_rows(run: Run) -> dict[str, np.ndarray]:
         if k != "request":
             rows[k] = t[k] * (1e3 if ROW_UNITS[k] == "ms" else 1)
     return rows
+
+
+def write_requests(path: str, run: Run) -> None:
+    """``--out``: one Parquet row per request, each column with its unit."""
+    import polars as pl
+
+    # float64 throughout: the Parquet writer's Arrow schema knows floats and strings
+    frame = pl.DataFrame({k: v.astype("float64") for k, v in request_rows(run).items()})
+    write_frames(path, lambda: iter([frame]), dict(frame.schema), ROW_UNITS)
+
+
+def write_trace(path: str, run: Run) -> None:
+    """``--trace``: the Chrome / Perfetto trace, whole or not at all."""
+    write_text_atomic(path, trace(run))
 
 
 def trace(run: Run) -> str:

@@ -14,6 +14,7 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError
+from perfgraph.output.parquet import write_plans
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan_report
 from perfgraph.whatif import plan_percentiles as pp
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     best_scenario = load(best)
     ans["prediction"] = best_scenario.prediction  # the best plan's label: roofline or calibrated
     if args.out:
-        _write(result, args.out)
+        write_plans(args.out, result)
     engine = args.launch or str(best.engine)
     if args.format == "json":
         ans["benchmark"] = plan_deploy.benchmark_json(args, ans, best_scenario, engine)
@@ -185,17 +186,3 @@ def _pools(ans: dict) -> dict[str, int]:
     if ans["best"]["choices"]["disaggregated"]:
         return {"prefill": v["prefill_pool_replicas"], "decode": v["decode_replicas_at_batch"]}
     return {"replicas": v["deployment_replicas"]}
-
-
-def _write(result: plan.Result, path: str) -> None:
-    import numpy as np
-    import polars as pl
-
-    from perfgraph._infra.atomic import write_atomic
-
-    choices = [result.choices(int(r)) for r in result.rows]
-    rank = np.empty(result.feasible, dtype=np.int64)  # 1: the plan the answer gives
-    rank[result.order()] = np.arange(1, result.feasible + 1)
-    frame = pl.DataFrame(choices).with_columns(
-        *[pl.Series(n, result.values[n]) for n in result.values], pl.Series("rank", rank))
-    write_atomic(path, lambda tmp: frame.write_parquet(tmp))

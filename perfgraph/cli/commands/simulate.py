@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 
-from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import (
     add_force_option,
     add_scenario_options,
@@ -26,8 +25,7 @@ from perfgraph.cli.options import (
 )
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.output import parquet as export
-from perfgraph.output.simulate_report import ROW_UNITS, as_json, request_rows, table, trace
+from perfgraph.output.simulate_report import as_json, table, write_requests, write_trace
 from perfgraph.scenario.loading import Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
@@ -268,16 +266,11 @@ def explained(result: Run, sheet: Sheet, fmt: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _write(args: argparse.Namespace, result: object) -> None:
+def _write(args: argparse.Namespace, result: Run) -> None:
     if args.out:
-        import polars as pl
-
-        rows = request_rows(result)  # type: ignore[arg-type]
-        # float64 throughout: perfgraph.output.parquet's Arrow schema knows floats and strings
-        frame = pl.DataFrame({k: v.astype("float64") for k, v in rows.items()})
-        export.write_frames(args.out, lambda: iter([frame]), dict(frame.schema), ROW_UNITS)
+        write_requests(args.out, result)
     if args.trace:
-        write_text_atomic(args.trace, trace(result))  # type: ignore[arg-type]
+        write_trace(args.trace, result)
 
 
 def _progress(setup: Setup):  # type: ignore[no-untyped-def]
