@@ -119,7 +119,7 @@ def test_a_busy_loop_never_delivers_backwards_nor_works_past_the_run(coalesce: b
     steps = run.engine.log.arrays()
     assert np.all(np.diff(steps["out"]) >= 0)
     s = summarise(run, sheet)
-    v, w = latency_samples(run)["itl"]
+    v, w = latency_samples(run).itl
     assert v[w > 0].min() >= -1e-9  # 0 where a token rode in the chunk before it
     assert s.frontend is not None and 0.5 < s.frontend.busy_share <= 1.0
 

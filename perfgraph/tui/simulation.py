@@ -96,7 +96,7 @@ def run(sheet: Sheet, label: str, open_loop: bool = False, requests: int = REQUE
 def _cdfs(result: Run) -> tuple[Cdf, Cdf]:
     """The CDFs of the samples the summary's TTFT and ITL are taken over."""
     samples = latency_samples(result)
-    (ttft, _), (itl, weights) = samples["ttft"], samples["itl"]
+    ttft, (itl, weights) = samples.ttft.values, samples.itl
     itl_w = np.ones(itl.size) if weights is None else weights.astype(float)
     return Cdf(_quantiles(ttft * 1e3, np.ones(ttft.size))), Cdf(_quantiles(itl * 1e3, itl_w))
 

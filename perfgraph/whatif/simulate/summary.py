@@ -16,12 +16,15 @@ window with TTFT ≤ ``ttft_slo`` and TPOT ≤ ``itl_slo``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.whatif.simulate import Run
 from perfgraph.whatif.simulate.sim_summary import (
+    METRIC_KEYS,
     STAT_KEYS,
     FrontendLoad,
     Latencies,
@@ -118,7 +121,25 @@ UNITS = {"ttft": "ms", "tpot": "ms", "itl": "ms", "e2e": "s"}
 SCALES = {"ttft": 1e3, "tpot": 1e3, "itl": 1e3, "e2e": 1.0}
 
 
-def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+class Sampled(NamedTuple):
+    """One latency's samples (s) and their weights (None: one per request)."""
+
+    values: np.ndarray
+    weights: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class LatencySamples:
+    ttft: Sampled
+    tpot: Sampled
+    itl: Sampled
+    e2e: Sampled
+
+    def items(self) -> tuple[tuple[str, Sampled], ...]:
+        return tuple((k, getattr(self, k)) for k in METRIC_KEYS)
+
+
+def latency_samples(run: Run) -> LatencySamples:
     """The samples (in seconds) the summary's latencies are taken over, with their weights
     (None: one per request): TTFT, TPOT and E2E of each request past the warm-up that ended;
     ITL of each step in the window, weighted by its decodes, and each preempted gap."""
@@ -128,7 +149,7 @@ def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]
 
 
 def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
-             ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+             ended: np.ndarray, t0: float) -> LatencySamples:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
     itl, weights = step_gaps(steps)[after], steps["decodes"][after]
@@ -136,9 +157,10 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
     if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
         a = np.arange(1, accepted.shape[1] + 1, dtype=float)
         itl, weights = (itl[:, None] / a).ravel(), (accepted[after] * a).ravel()
-    return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
-            "itl": (np.concatenate([itl, gaps]), np.concatenate([weights, np.ones(gaps.size)])),
-            "e2e": (t["e2e"][ended], None)}
+    return LatencySamples(
+        ttft=Sampled(t["ttft"][ended], None), tpot=Sampled(t["tpot"][ended], None),
+        itl=Sampled(np.concatenate([itl, gaps]), np.concatenate([weights, np.ones(gaps.size)])),
+        e2e=Sampled(t["e2e"][ended], None))
 
 
 def step_gaps(steps: dict[str, np.ndarray]) -> np.ndarray:
