@@ -16,6 +16,8 @@ from perfgraph.output.simulate_report import (
     ROW_UNITS,
     as_json,
     request_rows,
+    step_json,
+    step_text,
     summary_doc,
     summary_from_doc,
     table,
@@ -36,6 +38,7 @@ from perfgraph.whatif.simulate.sim_summary import (
     SpeculationYield,
     TokenLag,
 )
+from perfgraph.whatif.simulate.step_sheet import ExplainedStep, StepCell
 
 TUI_DATA = Path(__file__).parent / "data" / "tui"
 
@@ -182,3 +185,27 @@ def test_the_rows_and_the_trace_of_a_small_run() -> None:
     assert first["dur"] == round(float(steps["dur"][0]) * 1e6, 3)
     assert first["args"] == {"decodes": int(steps["decodes"][0]),
                              "prefill_tokens": int(steps["prefill"][0])}
+
+
+STEP = ExplainedStep(
+    40, 1200, 1.5, 0.0125,
+    (StepCell("sim_decodes", "decodes in the step", "", 8.0, "8"),
+     StepCell("sim_step_time", "the step's time", "ms", 12.5, "12.5 ms",
+              formula="a + b", substituted="10 ms + 2.5 ms"),
+     StepCell("sim_kv", "KV read", "GB", 3.0, "3 GB", formula="kv_bytes_per_seq * n",
+              bound="sim_decodes")))
+
+
+def test_an_explained_step_as_text_and_json() -> None:
+    assert step_text(STEP).splitlines() == [
+        "step 40 of 1,200: ends at 1.5 s, takes 12.5 ms", "inputs", "  sim_decodes = 8",
+        "sim_step_time: the step's time", "  formula      a + b",
+        "  with values  10 ms + 2.5 ms", "  result       12.5 ms",
+        "sim_kv: KV read",
+        "  formula      kv_bytes_per_seq * n   (the step's, in place of its own)",
+        "  result       3 GB"]
+    doc = json.loads(step_json(STEP))
+    assert (doc["step"], doc["steps"], doc["end_s"], doc["duration_s"]) == (40, 1200, 1.5, 0.0125)
+    assert doc["cells"][1] == {"name": "sim_step_time", "doc": "the step's time", "unit": "ms",
+                               "value": 12.5, "shown": "12.5 ms", "formula": "a + b",
+                               "substituted": "10 ms + 2.5 ms", "bound": None}

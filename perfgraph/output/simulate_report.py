@@ -28,6 +28,7 @@ from perfgraph.whatif.simulate.sim_summary import (
     TokenLag,
     field_names,
 )
+from perfgraph.whatif.simulate.step_sheet import ExplainedStep
 
 LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 SATURATED = 0.95  # the API server's loop busy this share of the run: it sets the pace
@@ -257,6 +258,30 @@ def request_rows(run: Run) -> dict[str, np.ndarray]:
         if k != "request":
             rows[k] = t[k] * (1e3 if ROW_UNITS[k] == "ms" else 1)
     return rows
+
+
+def step_text(step: ExplainedStep) -> str:
+    """A step as ``explain`` shows a cell: its inputs, then each cell's formula, the formula
+    with the step's values (or the step cell it reads in its place), and the result."""
+    out = [f"step {step.number:,} of {step.steps:,}: ends at {step.end_s:.6g} s, takes "
+           f"{step.duration_s * 1e3:.4g} ms", "inputs"]
+    out += [f"  {c.name} = {c.shown}" for c in step.cells if c.formula is None]
+    for c in step.cells:
+        if c.formula is None:
+            continue
+        out.append(f"{c.name}: {c.doc}")
+        if c.bound:
+            out.append(f"  formula      {c.formula}   (the step's, in place of its own)")
+        else:
+            out += [f"  formula      {c.formula}", f"  with values  {c.substituted}"]
+        out.append(f"  result       {c.shown}")
+    return "\n".join(out) + "\n"
+
+
+def step_json(step: ExplainedStep) -> str:
+    return json.dumps({"step": step.number, "steps": step.steps, "end_s": step.end_s,
+                       "duration_s": step.duration_s, "cells": [asdict(c) for c in step.cells]},
+                      indent=2) + "\n"
 
 
 def write_requests(path: str, run: Run) -> None:

@@ -11,11 +11,10 @@ when it is a terminal; Ctrl-C stops the run and prints the summary so far, marke
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from perfgraph.cli.options import (
     add_force_option,
@@ -25,7 +24,14 @@ from perfgraph.cli.options import (
 )
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.output.simulate_report import as_json, table, write_requests, write_trace
+from perfgraph.output.simulate_report import (
+    as_json,
+    step_json,
+    step_text,
+    table,
+    write_requests,
+    write_trace,
+)
 from perfgraph.scenario.loading import Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
@@ -33,7 +39,7 @@ from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.router import ROUTERS
 from perfgraph.whatif.simulate.scheduler import SCHEDULERS
-from perfgraph.whatif.simulate.step_sheet import explain_step
+from perfgraph.whatif.simulate.step_sheet import ExplainedStep, explain_step
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -244,26 +250,10 @@ def explained(result: Run, sheet: Sheet, fmt: str) -> str:
     if engine.watched is None:
         raise InputError(f"{n + 1}: the run took {engine.log.count:,} steps",
                          name="--explain-step")
-    cells = explain_step(sheet, engine.watched)
     steps = engine.log.arrays()
-    end, dur = float(steps["end"][n]), float(steps["dur"][n])
-    if fmt == "json":
-        return json.dumps({"step": n + 1, "steps": engine.log.count, "end_s": end,
-                           "duration_s": dur, "cells": [asdict(c) for c in cells]},
-                          indent=2) + "\n"
-    out = [f"step {n + 1:,} of {engine.log.count:,}: ends at {end:.6g} s, takes "
-           f"{dur * 1e3:.4g} ms", "inputs"]
-    out += [f"  {c.name} = {c.shown}" for c in cells if c.formula is None]
-    for c in cells:
-        if c.formula is None:
-            continue
-        out.append(f"{c.name}: {c.doc}")
-        if c.bound:
-            out.append(f"  formula      {c.formula}   (the step's, in place of its own)")
-        else:
-            out += [f"  formula      {c.formula}", f"  with values  {c.substituted}"]
-        out.append(f"  result       {c.shown}")
-    return "\n".join(out) + "\n"
+    step = ExplainedStep(n + 1, engine.log.count, float(steps["end"][n]),
+                         float(steps["dur"][n]), tuple(explain_step(sheet, engine.watched)))
+    return step_json(step) if fmt == "json" else step_text(step)
 
 
 def _write(args: argparse.Namespace, result: Run) -> None:
