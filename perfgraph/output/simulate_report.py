@@ -1,5 +1,8 @@
 """A simulation as people and tools read it: the summary (:class:`SimSummary`) as a table
-or JSON, the per-request rows (written as Parquet) and the Chrome / Perfetto trace."""
+or JSON (``perfgraph simulate``), and as the plain values the dashboard keeps its answers in
+(:func:`summary_doc`, read back by :func:`summary_from_doc`); an explained step
+(``--explain-step``) as text or JSON; the per-request rows (``--out``, Parquet) and the
+Chrome / Perfetto trace (``--trace``)."""
 
 from __future__ import annotations
 
