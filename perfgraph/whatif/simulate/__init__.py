@@ -4,7 +4,8 @@
 sheet's ``sim_step_time``), the scheduler's policy (``scheduler``), the KV block pool (``kv``:
 the sheet's ``sim_kv_blocks`` blocks of ``block_size``), lengths and arrivals (``lengths``,
 ``arrivals``), runs the engine loop (``engine``), with requests and tokens passing through
-the API server's loop (``frontend``), and summarises it (``summary``).
+the API server's loop (``frontend``), and summarises it (``summary``: a frozen
+:class:`~.sim_summary.SimSummary`, which :mod:`perfgraph.output.simulate_report` renders).
 """
 
 from __future__ import annotations
