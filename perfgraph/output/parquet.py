@@ -17,9 +17,8 @@ can be far larger than memory. A file appears only when complete
 command that writes no Parquet never loads it.
 
 Rows of results (a sweep's, ``perfgraph eval --format parquet``'s) start with the columns
-that name the scenario's catalog choices (:data:`CHOICE_COLUMNS`: model, hardware, workload
-as catalog slugs or the path of a file outside the catalog, precision, engine), then one
-Float64 column per cell in the cell's declared unit, NaN where the cell failed.
+that name the scenario's catalog choices (:mod:`perfgraph.scenario.choices`), as text, then
+one Float64 column per cell in the cell's declared unit, NaN where the cell failed.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from perfgraph._infra.atomic import INTERRUPTS, write_atomic
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
-from perfgraph.scenario.catalog import KINDS, catalog_dir
+from perfgraph.scenario.choices import CHOICE_COLUMNS, choices
 from perfgraph.scenario.loading import Scenario
 
 if TYPE_CHECKING:
@@ -43,6 +42,9 @@ if TYPE_CHECKING:
 
     from perfgraph.whatif.plan_search import Result
 
+__all__ = ["CHOICE_COLUMNS", "UNITS_KEY", "choices", "output_format", "read_units",
+           "scenario_frame", "schema", "units", "write_frames", "write_plans", "write_records",
+           "write_scenario", "write_table"]
 UNITS_KEY = "perfgraph.units"
 #: Fast to write; constant columns (most of a sweep's) shrink to almost nothing.
 COMPRESSION: Final = "lz4"  # Final keeps the Literal that sink_parquet wants
@@ -190,23 +192,6 @@ def write_plans(path: str | Path, result: Result) -> None:
     frame = pl.DataFrame(choices).with_columns(
         *[pl.Series(n, result.values[n]) for n in result.values], pl.Series("rank", rank))
     write_atomic(path, lambda tmp: frame.write_parquet(tmp))
-
-
-#: The columns naming the catalog choices of each row, before the cells (the engine last:
-#: its memory rule and scheduling defaults are a choice too).
-CHOICE_COLUMNS = (*KINDS, "precision", "engine")
-
-
-def choices(scenario: Scenario) -> dict[str, str]:
-    """Model, hardware, workload (catalog slugs, or the path of a file outside the
-    catalog), precision and engine, as a user would name them."""
-    named = {kind: _entry_name(kind, scenario.choice(kind)) for kind in KINDS}
-    return {**named, "precision": scenario.precision, "engine": scenario.engine}
-
-
-def _entry_name(kind: str, path: str) -> str:
-    p = Path(path).resolve()
-    return p.stem if p.parent == catalog_dir(kind).resolve() else path
 
 
 def units(sheet: Sheet, names: Sequence[str]) -> dict[str, str]:
