@@ -53,22 +53,22 @@ def main() -> None:
                                                                           requests=n)),
                                   repeat=3 if requests > 10_000 else 5)
         s = summarise(run, sheet)  # type: ignore[arg-type]
-        rows.append((requests, s["steps"], s["simulated_s"], best, median))
+        rows.append((requests, s.steps, s.simulated_s, best, median))
         if requests == 10_000:
             summary = timed(lambda r=run: summarise(r, sheet), repeat=5)  # type: ignore[misc]
-            steps = s["steps"]
+            steps = s.steps
     fused, _, model = timed(lambda: StepSheet.from_sheet(sheet), repeat=3)
     base, _, _ = timed(lambda: one_at_a_time(model, steps), repeat=3)
     looped = load().sheet  # the API server's loop on: every step also passes through it
     looped.set("frontend_request_time", "1 ms")
     looped.set("frontend_token_time", "0.1 ms/token")
     loop_best, _, loop_run = timed(lambda: simulate(looped, Setup(users=64, requests=10_000)))
-    loop_steps = summarise(loop_run, looped)["steps"]  # type: ignore[arg-type]
+    loop_steps = summarise(loop_run, looped).steps  # type: ignore[arg-type]
     spec = load().sheet
     spec.set("spec_k", "3")
     spec.set("spec_alpha", "0.7")
     spec_best, _, spec_run = timed(lambda: simulate(spec, Setup(users=64, requests=10_000)))
-    spec_steps = summarise(spec_run, spec)["steps"]  # type: ignore[arg-type]
+    spec_steps = summarise(spec_run, spec).steps  # type: ignore[arg-type]
     print("| requests | steps | simulated | wall (best) | wall (median) | µs / step |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n, st, sim, best, median in rows:
@@ -95,7 +95,7 @@ def pooled(sheet, one_rate: float) -> None:  # noqa: ANN001
     for policy in ("round-robin", "least-outstanding"):
         best, _, run = timed(lambda p=policy: simulate_replicas(
             sheet, Setup(rate=rate, requests=10_000), 4, p), repeat=3)
-        steps = summarise(run, sheet)["steps"]  # type: ignore[arg-type]
+        steps = summarise(run, sheet).steps  # type: ignore[arg-type]
         print(f"4 replicas, {policy}, {rate:.3g} request/s: {steps:,} steps in {best:.3f} s "
               f"best ({best / steps * 1e6:.2f} µs / step)")
 

@@ -41,6 +41,7 @@ import polars as pl
 
 from perfgraph.engine.units import unit
 from perfgraph.output import parquet as export
+from perfgraph.output import sweep_file
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import sweep_axes as sweep
 from perfgraph.whatif.grid import chunks as grid_chunks
@@ -355,7 +356,7 @@ class Bench:
     def write_hand(self, path: Path) -> None:
         def frames():
             for start, stop in chunk_bounds(self.plan.points):
-                yield sweep.chunk_frame(self.hand(start, stop), self.units, {}, self.chosen,
+                yield sweep_file.chunk_frame(self.hand(start, stop), self.units, {}, self.chosen,
                                         stop - start)
         export.write_frames(path, frames, export.schema(list(self.units)), self.units)
 
@@ -382,7 +383,8 @@ def peak_rss(axes: list[str], path: Path) -> tuple[float, float]:
     # holds the 1,000,000-row hand-written columns), and exec does not reset it.
     code = ("import re, sys; from perfgraph.whatif import sweep_axes as sweep; "
             "from perfgraph.scenario.loading import ScenarioSpec; "
-            "sweep.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
+            "from perfgraph.output import sweep_file; "
+            "sweep_file.write(sweep.plan(ScenarioSpec(), sys.argv[2:]), sys.argv[1]); "
             "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, str(path), *axes], check=True,
@@ -402,7 +404,7 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
         hand_only.write(out / "hand_only.parquet", grid, consts, factors, choices)
 
     def engine() -> None:
-        sweep.write(plan, out / "only.parquet", only=hand_only.ONLY)
+        sweep_file.write(plan, out / "only.parquet", only=hand_only.ONLY)
 
     engine_t, hand_t = timed(engine, repeat), timed(hand, repeat)
     a, b = pl.read_parquet(out / "only.parquet"), pl.read_parquet(out / "hand_only.parquet")
@@ -423,7 +425,7 @@ def only_figures(bench: Bench, out: Path, repeat: int) -> list[str]:
 
 #: ``perfgraph`` with the small sweep's Parquet write replaced by nothing (the file is not
 #: written; pyarrow is not imported)
-NO_WRITE = ("import sys; from perfgraph._infra import parquet_write as parquet; "
+NO_WRITE = ("import sys; from perfgraph.output import parquet; "
             "parquet.write_table = lambda *a, **k: True; "
             "from perfgraph.cli.main import main; sys.argv[0] = 'perfgraph'; sys.exit(main())")
 
@@ -507,7 +509,7 @@ def write_split(bench: Bench, out: Path) -> list[str]:
 
     def write(names: list[str], path: Path) -> None:
         chosen = {n: units[n] for n in names}
-        export.write_frames(path, lambda: sweep.frames(plan, chosen),
+        export.write_frames(path, lambda: sweep_file.frames(plan, chosen),
                             export.schema(list(chosen)), chosen)
 
     def evaluate() -> None:
@@ -516,8 +518,8 @@ def write_split(bench: Bench, out: Path) -> list[str]:
 
     steps = [
         ("evaluate (evaluate_columns, 64k-row chunks)", evaluate, None),
-        ("+ the Polars frames (chunk_frame)", lambda: list(map(len, sweep.frames(plan, units))),
-         None),
+        ("+ the Polars frames (chunk_frame)",
+         lambda: list(map(len, sweep_file.frames(plan, units))), None),
         ("+ written to Parquet, every column", lambda: write(list(units), out / "all.parquet"),
          out / "all.parquet"),
         (f"the {len(varying)} varying columns alone",
@@ -567,7 +569,7 @@ def main() -> None:
         engine = timed(lambda: bench.evaluate_all(bench.engine), repeat)
         hand = timed(lambda: bench.evaluate_all(bench.hand), repeat)
         hand_whole = timed(lambda: bench.evaluate_all(bench.hand, points), repeat)
-        sweep_write = timed(lambda: sweep.write(bench.plan, out / "sweep.parquet"), repeat)
+        sweep_write = timed(lambda: sweep_file.write(bench.plan, out / "sweep.parquet"), repeat)
         hand_write = timed(lambda: bench.write_hand(out / "hand.parquet"), repeat)
         size = (out / "sweep.parquet").stat().st_size / 1e6
         rows = pl.scan_parquet(out / "sweep.parquet").select(pl.len()).collect().item()

@@ -70,7 +70,7 @@ def _simulated_here(c, seed: int = 0, rate: float = math.inf) -> dict:  # noqa: 
     given = Lengths(hand["isl"].astype(np.int64), hand["osl"].astype(np.int64), rate=rate)
     run = simulate(sheet, Setup(seed=seed, warmup=0, token_budget=8192, max_seqs=256,
                                 lengths="FILE", given=given))
-    return summarise(run, sheet)["latency"]
+    return summarise(run, sheet).latency
 
 
 def test_the_simulated_percentiles_are_the_simulation_of_the_runs_own_requests() -> None:
@@ -79,7 +79,7 @@ def test_the_simulated_percentiles_are_the_simulation_of_the_runs_own_requests()
     latency = _simulated_here(c)
     for metric in ("ttft", "tpot"):
         for stat in ("p50", "p99"):
-            assert p.simulated[metric][stat] == pytest.approx(latency[metric][1][stat],
+            assert p.simulated[metric][stat] == pytest.approx(latency.of(metric).get(stat),
                                                               rel=1e-12)
     assert p.reference == "roofline"
     assert p.arrivals == "200 requests, all at t = 0 (request rate inf)"
@@ -100,9 +100,9 @@ def test_a_poisson_run_is_simulated_at_its_rate_with_the_seed(tmp_path: Path) ->
     assert p.arrivals == "200 requests, Poisson at 4 request/s"
     assert p.simulated == again.percentiles.simulated  # the fixed seed
     latency = _simulated_here(c, seed=0, rate=4.0)
-    assert p.simulated["ttft"]["p50"] == pytest.approx(latency["ttft"][1]["p50"], rel=1e-12)
+    assert p.simulated["ttft"]["p50"] == pytest.approx(latency.ttft.p50, rel=1e-12)
     other = _simulated_here(c, seed=1, rate=4.0)
-    assert other["ttft"][1]["p99"] != pytest.approx(p.simulated["ttft"]["p99"], rel=1e-9)
+    assert other.ttft.p99 != pytest.approx(p.simulated["ttft"]["p99"], rel=1e-9)
 
 
 def test_a_calibrated_simulation_says_so() -> None:

@@ -179,7 +179,8 @@ def test_eval_imports_neither_networkx_nor_pint_nor_polars() -> None:
 def test_a_small_sweep_to_parquet_does_not_import_polars(tmp_path: Path) -> None:
     modules = loaded_modules(
         "from perfgraph.whatif import sweep_axes as sweep\nfrom perfgraph.scenario.loading import "
-        "ScenarioSpec\nplan = sweep.plan(ScenarioSpec(), ['concurrency=1..100'])\n"
-        f"sweep.write(plan, {str(tmp_path / 'x.parquet')!r})")
+        "ScenarioSpec\nfrom perfgraph.output import sweep_file\n"
+        "plan = sweep.plan(ScenarioSpec(), ['concurrency=1..100'])\n"
+        f"sweep_file.write(plan, {str(tmp_path / 'x.parquet')!r})")
     assert (tmp_path / "x.parquet").is_file()
     assert "pyarrow" in modules and "polars" not in modules and "numpy.ma" not in modules

@@ -12,7 +12,7 @@ import pytest
 from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
-from perfgraph.output import plan_json
+from perfgraph.output import plan_json, sweep_file
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan_report
 from perfgraph.whatif import plan_search as plan
@@ -45,7 +45,7 @@ def test_no_searched_candidate_with_fewer_gpus_meets_the_slos(result: plan.Resul
     sets = (*SPEC.sets, *plan.question_sets(result.question))
     axes = [a.replace("hardware=", "hardware=") for a in SEARCH] + ["disaggregated=0,1"]
     brute = sweep.plan(ScenarioSpec(model=SPEC.model, workload=SPEC.workload, sets=sets), axes)
-    frame = pl.concat(sweep.frames(brute, {"plan_feasible": "", "deployment_gpus": ""}))
+    frame = pl.concat(sweep_file.frames(brute, {"plan_feasible": "", "deployment_gpus": ""}))
     ok = frame.filter(pl.col("plan_feasible") == 1)
     assert ok.height == result.feasible
     assert ok["deployment_gpus"].min() == result.values["deployment_gpus"][result.order()[0]]
@@ -99,7 +99,7 @@ def test_unreachable_itl_exits_1_with_one_line_then_each_familys_best(
     brute = sweep.plan(ScenarioSpec(model="llama-3.3-70b", hardware="h200", sets=sets),
                        ["precision=fp8,bf16", "tp=1,8", "disaggregated=0,1",
                         "concurrency=1..1024"])
-    frame = pl.concat(sweep.frames(brute, {"itl_worst": "ms", "batch_fits": "",
+    frame = pl.concat(sweep_file.frames(brute, {"itl_worst": "ms", "batch_fits": "",
                                            "model_fits": "", "disaggregated": ""}))
     best = frame.filter((pl.col("batch_fits") == 1) & (pl.col("model_fits") == 1)).group_by(
         "precision", "disaggregated").agg(pl.col("itl_worst").min())

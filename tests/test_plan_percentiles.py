@@ -89,8 +89,8 @@ def test_the_answer_re_simulates_to_what_it_says(capsys):
     # the whole deployment: its replicas behind the least-outstanding router
     run = (simulate_replicas(sheet, setup, int(replicas), "least-outstanding")
            if replicas > 1 else simulate(sheet, setup))
-    latency = summarise(run, sheet)["latency"]
-    again = {"ttft.p99": latency["ttft"][1]["p99"], "itl.p99": latency["itl"][1]["p99"]}
+    latency = summarise(run, sheet).latency
+    again = {"ttft.p99": latency.ttft.p99, "itl.p99": latency.itl.p99}
     assert again == pytest.approx(chosen["percentiles"])
     assert again["ttft.p99"] <= 3000 and again["itl.p99"] <= 80
 
@@ -133,7 +133,7 @@ def test_a_candidate_is_simulated_whole_replicas_or_pools(replicas, pools):
     sheet = load(spec).sheet
     run = (simulate_disagg(sheet, sheet, setup, Pools(1, 2, "least-outstanding")) if pools
            else simulate_replicas(sheet, setup, 2, "least-outstanding"))
-    want = summarise(run, sheet)["latency"]["ttft"][1]["p99"]
+    want = summarise(run, sheet).latency.ttft.p99
     assert got.values["ttft.p99"] == pytest.approx(want) and got.meets
     line = pp.simulate_line(job)
     assert ("--disagg --prefill-replicas 1 --decode-replicas 2" in line if pools

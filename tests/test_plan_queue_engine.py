@@ -13,7 +13,7 @@ from perfgraph._infra.tomlfile import read
 from perfgraph.cli.commands.plan import best_spec
 from perfgraph.cli.main import main
 from perfgraph.engine.numbers import number
-from perfgraph.output import plan_text
+from perfgraph.output import plan_text, sweep_file
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import plan_report
@@ -154,7 +154,7 @@ def test_the_engine_axis_agrees_with_a_brute_force_sweep(engines: plan.Result) -
     spec = ScenarioSpec(model="llama-3.3-70b", workload="chat-1k1k",
                         sets=plan.question_sets(engines.question))
     brute = sweep.plan(spec, ["engine=vllm,sglang,trtllm", *ENGINES])
-    frame = pl.concat(sweep.frames(brute, {"plan_feasible": "", "deployment_gpus": ""}))
+    frame = pl.concat(sweep_file.frames(brute, {"plan_feasible": "", "deployment_gpus": ""}))
     ok = frame.filter(pl.col("plan_feasible") == 1)
     assert ok.height == engines.feasible
     mine = pl.DataFrame({"engine": [str(engines.choices(int(r))["engine"])

@@ -49,9 +49,9 @@ def test_closed_loop_fixed_lengths_agrees_with_the_sheet(spec: ScenarioSpec) -> 
     sheet = sheet_of(spec)
     result = simulate(sheet, Setup(users=64, requests=640))
     s = summarise(result, sheet)
-    assert result.complete and s["preemptions"] == 0
-    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.03)
+    assert result.complete and s.preemptions == 0
+    assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"), rel=0.03)
 
 
 @pytest.mark.parametrize("spec", [ScenarioSpec(), OTHER], ids=["default", "8b-bf16-tp1"])
@@ -59,18 +59,18 @@ def test_far_below_capacity_ttft_is_the_sheets_ttft(spec: ScenarioSpec) -> None:
     sheet = sheet_of(spec)
     gap = 10 * sheet.magnitude("e2e_latency", "s")  # each request alone in the engine
     result = simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=20))
-    ttft = summarise(result, sheet)["latency"]["ttft"][1]
-    assert ttft["mean"] == pytest.approx(sheet.magnitude("ttft"), rel=1e-3)
-    assert ttft["p99"] == pytest.approx(sheet.magnitude("ttft"), rel=1e-3)
+    ttft = summarise(result, sheet).latency.ttft
+    assert ttft.mean == pytest.approx(sheet.magnitude("ttft"), rel=1e-3)
+    assert ttft.p99 == pytest.approx(sheet.magnitude("ttft"), rel=1e-3)
 
 
 def test_a_what_if_reaches_the_simulation() -> None:
     fp8 = summarise(simulate(sheet_of(), Setup(users=64, requests=300)), sheet_of())
     tp4 = sheet_of(ScenarioSpec(sets=(parse_set("tp=4"),)))  # twice the bandwidth
     other = summarise(simulate(tp4, Setup(users=64, requests=300)), tp4)
-    assert other["latency"]["tpot"][1]["mean"] == pytest.approx(tp4.magnitude("itl"),
+    assert other.latency.tpot.mean == pytest.approx(tp4.magnitude("itl"),
                                                                 rel=0.03)
-    assert other["latency"]["tpot"][1]["mean"] < 0.6 * fp8["latency"]["tpot"][1]["mean"]
+    assert other.latency.tpot.mean < 0.6 * fp8.latency.tpot.mean
 
 
 def test_kv_pressure_preempts_and_every_token_still_comes_out() -> None:
@@ -84,17 +84,17 @@ def test_kv_pressure_preempts_and_every_token_still_comes_out() -> None:
     # and the steps' log counts each once, a resumed request's re-prefill token too
     assert e.log.arrays()["tokens"].sum() == sum(e.reqs.osl)
     assert e.pool.prefill == 0 and not e.order and not e.waiting
-    assert summarise(result, sheet)["kv_use"]["max"] <= 1.0
+    assert summarise(result, sheet).kv_use.max <= 1.0
 
 
 def test_overload_is_said_not_averaged() -> None:
     sheet = sheet_of()
     over = summarise(simulate(sheet, Setup(rate=20.0, requests=1500)), sheet)
-    assert over["overload"] is not None
-    assert over["overload"]["sustained"] < 0.5 * over["overload"]["offered"]
-    assert over["latency"]["ttft"][1]["mean"] is None
+    assert over.overload is not None
+    assert over.overload.sustained < 0.5 * over.overload.offered
+    assert over.latency.ttft.mean is None
     under = summarise(simulate(sheet, Setup(rate=2.0, requests=600)), sheet)
-    assert under["overload"] is None and under["latency"]["ttft"][1]["mean"] > 0
+    assert under.overload is None and under.latency.ttft.mean > 0
 
 
 @pytest.mark.parametrize("scheduler", ["sglang", "trtllm", "static"])
@@ -110,15 +110,15 @@ def test_static_batches_wait_for_their_longest_request() -> None:
     vllm = summarise(simulate(sheet, Setup(users=64, requests=640, lengths="workload")), sheet)
     static = summarise(simulate(sheet, Setup(users=64, requests=640, lengths="workload",
                                              scheduler="static")), sheet)
-    assert static["output_throughput"] < 0.9 * vllm["output_throughput"]
-    assert static["batch"]["max"] == 64  # a batch fills up to max_num_seqs
+    assert static.output_throughput < 0.9 * vllm.output_throughput
+    assert static.batch.max == 64  # a batch fills up to max_num_seqs
 
 
 def test_p999_only_with_ten_thousand_requests() -> None:
     values = np.arange(10_000, dtype=float)
-    assert "p99.9" in stats(values, None, 1.0, 10_000)
-    assert stats(values, None, 1.0, 10_000)["p99.9"] == 9990.0
-    assert "p99.9" not in stats(values[:9_999], None, 1.0, 9_999)
+    assert "p99.9" in stats(values, None, 1.0, 10_000).keys
+    assert stats(values, None, 1.0, 10_000).p99_9 == 9990.0
+    assert "p99.9" not in stats(values[:9_999], None, 1.0, 9_999).keys
 
 
 def test_weighted_quantiles_by_hand() -> None:
@@ -162,7 +162,7 @@ def test_interrupt_gives_a_partial_summary() -> None:
 
     result = simulate(sheet, Setup(users=64, requests=2000), progress=stop)
     s = summarise(result, sheet)
-    assert not result.complete and s["partial"] and s["measured"] < 2000
+    assert not result.complete and s.partial and s.measured < 2000
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -236,14 +236,14 @@ def test_a_calibration_profile_reaches_the_step_sheet() -> None:
     alone = summarise(simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=10)), sheet)
     want = sum(sheet.magnitude(c) for c in ("prefill_time", "prefill_activation_time",
                                             "prefill_tp_comm_time", "ttft_overhead"))
-    assert alone["latency"]["ttft"][1]["mean"] == pytest.approx(want, rel=1e-3)
+    assert alone.latency.ttft.mean == pytest.approx(want, rel=1e-3)
     # the sheet (prefill_chunk_steps, as the profile is fitted) times the steps that carry a
     # prompt's chunk apart from the plain ones; the simulation carries them as vLLM does, in
     # chunks of the token budget less the decodes (8192 − 64 = 8128 tokens, about 8 prompts
     # a chunk step), and those steps are compute-bound: by hand, B × ISL ÷ 8128 = 8.06 chunk
     # steps per OSL decode steps, each T(64 decodes + 8128) − T(64) longer than a plain step
     loop = summarise(simulate(sheet, Setup(users=64, requests=640)), sheet)
-    tpot = loop["latency"]["tpot"][1]["mean"]
+    tpot = loop.latency.tpot.mean
     b, isl, osl = 64, 1024, 1024
     ctx, chunk = b * (isl + osl / 2), 8192 - b
     model = StepSheet.from_sheet(sheet)

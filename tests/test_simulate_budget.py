@@ -48,12 +48,12 @@ def test_an_8k_prompt_in_a_closed_loop_takes_the_sheets_two_chunks() -> None:
     first = model.time(b, isl - b, ctx + isl - b, ctx, model.chunk_pairs(0, isl - b))
     second = model.time(b, b, ctx + isl, ctx, model.chunk_pairs(isl - b, b))
     s = summarise(simulate(sheet, Setup(users=8, requests=200)), sheet)
-    ttft = s["latency"]["ttft"][1]
-    assert ttft["p50"] == pytest.approx(1e3 * (first + second + model.ttft_overhead), rel=0.01)
+    ttft = s.latency.ttft
+    assert ttft.p50 == pytest.approx(1e3 * (first + second + model.ttft_overhead), rel=0.01)
     # every other user's first chunk stalls this user's decodes once per request
     plain = model.time(b, 0, ctx, ctx)
     tpot = plain + (b - 1) / (osl - 1) * (first - plain + second - plain)
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(1e3 * tpot, rel=0.01)  # ms
+    assert s.latency.tpot.mean == pytest.approx(1e3 * tpot, rel=0.01)  # ms
 
 
 @pytest.mark.parametrize("spec", [
@@ -70,8 +70,8 @@ def test_with_chunk_steps_the_sheet_agrees_with_the_simulation(spec: ScenarioSpe
     sheet = load(spec).sheet
     s = summarise(simulate(sheet, Setup(users=int(sheet.magnitude("concurrency")),
                                         requests=400)), sheet)
-    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.03)
+    assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.03)
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"), rel=0.03)
     assert_the_step_is_the_sheets(sheet)
 
 

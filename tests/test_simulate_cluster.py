@@ -40,7 +40,7 @@ def test_two_replicas_round_robin_at_half_load_are_each_one_replica_at_half_the_
         for j in (0, 1):
             assert both[k][j::2] == pytest.approx(one[k], rel=1e-9), k
     s = summarise(two, sheet)
-    assert [r["requests"] for r in s["replicas"]] == [40, 40]
+    assert [r.requests for r in s.replicas] == [40, 40]
 
 
 @pytest.mark.parametrize("whole", [False, True])
@@ -69,7 +69,7 @@ def test_least_outstanding_beats_round_robin_on_p99_ttft_under_bursts(sheet) -> 
     p99 = {}
     for policy in ("round-robin", "least-outstanding"):
         run = simulate_replicas(s, setup, 4, policy)
-        p99[policy] = summarise(run, s)["latency"]["ttft"][1]["p99"]
+        p99[policy] = summarise(run, s).latency.ttft.p99
     assert p99["least-outstanding"] < 0.95 * p99["round-robin"]
 
 
@@ -93,8 +93,8 @@ def test_the_prefix_router_keeps_sessions_home_and_the_hit_rate_follows(sheet) -
     for policy in ("prefix", "round-robin"):
         run = simulate_replicas(s, setup, 2, policy)
         rows = run.replicas
-        hits = sum(r["hit_rate"] * r["requests"] for r in rows)
-        by[policy] = (round(hits), summarise(run, s)["latency"]["ttft"][1]["mean"])
+        hits = sum(r.hit_rate * r.requests for r in rows)  # type: ignore[operator]
+        by[policy] = (round(hits), summarise(run, s).latency.ttft.mean)
     # light load: every turn but each session's first finds its prefix at home
     assert by["prefix"][0] == 200 - 10
     # blind round-robin: a turn lands where its session's last one did about half the time
@@ -122,7 +122,7 @@ def test_a_lone_disaggregated_request_waits_for_prefill_hop_and_first_decode_ste
     expect = (P.time(0, n, n, 0, P.chunk_pairs(0, n), 1) + hop
               + D.time(0, 1, n, 0, D.chunk_pairs(n - 1, 1), 1) + 0.005)
     assert run.engine.reqs.table()["ttft"][0] == pytest.approx(expect, rel=1e-12)
-    assert [r["pool"] for r in run.replicas] == ["prefill", "decode"]
+    assert [r.pool for r in run.replicas] == ["prefill", "decode"]
 
 
 def test_the_hop_runs_at_the_slower_end(sheet) -> None:  # noqa: ANN001

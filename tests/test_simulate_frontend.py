@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from perfgraph.output.simulate_report import as_json, table
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.frontend import Frontend
-from perfgraph.whatif.simulate.report import as_json, table
 from perfgraph.whatif.simulate.summary import latency_samples, summarise
 
 
@@ -119,9 +119,9 @@ def test_a_busy_loop_never_delivers_backwards_nor_works_past_the_run(coalesce: b
     steps = run.engine.log.arrays()
     assert np.all(np.diff(steps["out"]) >= 0)
     s = summarise(run, sheet)
-    v, w = latency_samples(run)["itl"]
+    v, w = latency_samples(run).itl
     assert v[w > 0].min() >= -1e-9  # 0 where a token rode in the chunk before it
-    assert 0.5 < s["frontend"]["busy_share"] <= 1.0
+    assert s.frontend is not None and 0.5 < s.frontend.busy_share <= 1.0
 
 
 def test_coalescing_stops_at_a_request_queued_behind_the_waiting_output() -> None:
@@ -193,12 +193,12 @@ def test_a_slow_loop_caps_the_stream_at_one_token_per_token_time() -> None:
     assert steps["out"][-1] - steps["end"][-1] > 10.0  # the stream lags the GPU by seconds
     s = summarise(run, sheet)
     # TPOT counts from the first token, before every stream had joined: a little under 40
-    assert 39.0 < s["latency"]["tpot"][1]["p50"] <= 40.0
-    assert s["latency"]["itl"][1]["p50"] == pytest.approx(40.0, rel=1e-6)
+    assert 39.0 < s.latency.tpot.p50 <= 40.0
+    assert s.latency.itl.p50 == pytest.approx(40.0, rel=1e-6)
     # the summary says the loop set the pace: busy nearly all the run, tokens seconds late
-    f = s["frontend"]
-    assert f["busy_share"] > 0.95 and f["lag_ms"]["max"] > 10_000
-    assert f["busy_share"] == pytest.approx(run.engine.frontend.busy / run.engine.frontend.free)
+    f = s.frontend
+    assert f is not None and f.busy_share > 0.95 and f.lag.max_ms > 10_000
+    assert f.busy_share == pytest.approx(run.engine.frontend.busy / run.engine.frontend.free)
     out = table(s, "t", "")
     assert "saturated, the loop and not the GPU sets the pace" in out
     doc = json.loads(as_json(s, {}))["frontend"]
@@ -217,14 +217,14 @@ def test_coalescing_a_slow_loop_keeps_the_engines_pace_at_a_lag() -> None:
     assert (steps["out"] - steps["end"]).max() < 2 * 0.040 + 1e-9
     s = summarise(run, sheet)
     step = float(np.median(steps["dur"][full]))
-    assert s["latency"]["tpot"][1]["p50"] == pytest.approx(1e3 * step, rel=0.02)
+    assert s.latency.tpot.p50 == pytest.approx(1e3 * step, rel=0.02)
     assert float(np.nanmax(t["end"])) == pytest.approx(steps["out"][-1])
 
 
 def test_with_no_front_end_the_summary_says_nothing_of_it() -> None:
     sheet = _sheet()
     s = summarise(simulate(sheet, Setup(users=4, requests=20)), sheet)
-    assert s["frontend"] is None
+    assert s.frontend is None
     assert "API server loop" not in table(s, "t", "")
     assert json.loads(as_json(s, {}))["frontend"] is None
 

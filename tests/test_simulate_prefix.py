@@ -49,7 +49,7 @@ def _ttfts(whole: bool, hit: float, n: int = 40) -> np.ndarray:
     sheet.set("prefix_hit_rate", hit)
     gap = 10 * sheet.magnitude("e2e_latency", "s")  # each request alone in the engine
     run = simulate(sheet, Setup(rate=1 / gap, cv=0.0, requests=n))
-    assert summarise(run, sheet)["preemptions"] == 0
+    assert summarise(run, sheet).preemptions == 0
     return np.asarray(run.engine.reqs.table()["ttft"])
 
 

@@ -105,15 +105,15 @@ def test_closed_loop_tpot_and_throughput_are_the_sheets_with_speculation(sets) -
     assert sheet.magnitude("sim_step_time", "s") == pytest.approx(step, rel=1e-12)
     run = simulate(sheet, Setup(users=64, requests=2048))
     s = summarise(run, sheet)
-    assert run.complete and s["preemptions"] == 0
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl", "ms"),
+    assert run.complete and s.preemptions == 0
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl", "ms"),
                                                              rel=0.02)
-    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.02)
-    assert s["speculation"]["accepted"] == pytest.approx(
+    assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.02)
+    assert s.speculation.accepted == pytest.approx(
         sheet.magnitude("spec_tokens_per_pass"), rel=0.01)
     # ITL spreads each chunk over its tokens: its mean is the time per token, as TPOT
-    assert s["latency"]["itl"][1]["mean"] == pytest.approx(
-        s["latency"]["tpot"][1]["mean"], rel=0.01)
+    assert s.latency.itl.mean == pytest.approx(
+        s.latency.tpot.mean, rel=0.01)
 
 
 @pytest.mark.parametrize(("model", "parallelism"), [
@@ -131,9 +131,9 @@ def test_with_mtp_models_and_parallelisms_agree_with_the_sheet(model: str,
     assert sheet.magnitude("spec_draft_time", "s") > 0
     users = int(sheet.magnitude("concurrency"))
     s = summarise(simulate(sheet, Setup(users=users, requests=32 * users)), sheet)
-    assert s["preemptions"] == 0
-    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"), rel=0.01)
+    assert s.preemptions == 0
+    assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"), rel=0.01)
 
 
 def test_kv_pressure_under_speculation_still_gives_every_token() -> None:
@@ -143,7 +143,7 @@ def test_kv_pressure_under_speculation_still_gives_every_token() -> None:
     assert run.complete and e.preemptions > 0
     assert e.reqs.gen == e.reqs.osl
     assert e.log.arrays()["tokens"].sum() == sum(e.reqs.osl)
-    assert not e.spec.draws and summarise(run, sheet)["kv_use"]["max"] <= 1.0
+    assert not e.spec.draws and summarise(run, sheet).kv_use.max <= 1.0
 
 
 @pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm", "static"])
@@ -160,7 +160,7 @@ def test_a_seed_reproduces_a_run() -> None:
     sheet = sheet_of("spec_k=3", "spec_alpha=0.7")
     a, b, c = (summarise(simulate(sheet, Setup(users=8, requests=40, seed=s)), sheet)
                for s in (5, 5, 6))
-    assert a["latency"] == b["latency"] and a["latency"] != c["latency"]
+    assert a.latency == b.latency and a.latency != c.latency
 
 
 def test_the_cli_says_the_mean_tokens_accepted(capsys: pytest.CaptureFixture[str]) -> None:

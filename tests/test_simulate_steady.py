@@ -45,8 +45,8 @@ def test_closed_loop_throughput_and_tpot_are_the_sheets(model: str, parallelism:
     users = int(sheet.magnitude("concurrency"))
     run = simulate(sheet, Setup(users=users, requests=32 * users))
     s = summarise(run, sheet)
-    assert run.complete and s["preemptions"] == 0
-    assert s["output_throughput"] == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
+    assert run.complete and s.preemptions == 0
+    assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
     jensen = sheet.magnitude("pp") > 1 and sheet.magnitude("n_routed_experts") > 0
-    assert s["latency"]["tpot"][1]["mean"] == pytest.approx(sheet.magnitude("itl"),
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"),
                                                             rel=0.02 if jensen else 0.01)

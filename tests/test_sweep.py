@@ -20,6 +20,7 @@ from perfgraph.cli.commands.sweep import ProgressBar
 from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
 from perfgraph.output import parquet as export
+from perfgraph.output import sweep_file
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import sweep_axes as sweep
 
@@ -115,7 +116,7 @@ def seed_sweep(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("sweep") / "seed.parquet"
     plan = sweep.plan(ScenarioSpec(file=SEED),
                       ["concurrency=16..128:x2", "tp=1,2,4", "hardware=h100-sxm,h200"])
-    sweep.write(plan, path)
+    sweep_file.write(plan, path)
     return path
 
 
@@ -181,7 +182,7 @@ def test_random_rows_equal_eval_at_that_point(tmp_path):
     path = tmp_path / "random.parquet"
     axes = ["concurrency=0..512:+8", "tp=1,2,4,8", "isl=128..8192:x4", "spec_k=0,2",
             "hardware=h100-sxm,b200", "precision=bf16,fp8"]
-    sweep.write(sweep.plan(ScenarioSpec(), axes), path)
+    sweep_file.write(sweep.plan(ScenarioSpec(), axes), path)
     frame = pl.read_parquet(path)
     assert frame.height == 65 * 4 * 4 * 2 * 2 * 2
     assert frame["throughput"].is_nan().sum() > 0  # concurrency = 0 fails, as eval does
@@ -193,8 +194,8 @@ def test_random_rows_equal_eval_at_that_point(tmp_path):
 def test_chunks_join_up_exactly(default_sheet):
     plan = sweep.plan(ScenarioSpec(), ["concurrency=1..100", "tp=1,2,4"])
     units = export.units(default_sheet, default_sheet.names)
-    whole = pl.concat(sweep.frames(plan, units, chunk_rows=10_000))
-    pieces = list(sweep.frames(plan, units, chunk_rows=7))
+    whole = pl.concat(sweep_file.frames(plan, units, chunk_rows=10_000))
+    pieces = list(sweep_file.frames(plan, units, chunk_rows=7))
     assert len(pieces) == math.ceil(300 / 7)
     assert pl.concat(pieces).equals(whole)
 
@@ -204,7 +205,7 @@ OWN = str(Path(__file__).parent / "data" / "good" / "model-own-cells.toml")
 
 def test_a_model_that_declares_its_own_cells_gets_a_column(tmp_path):
     path = tmp_path / "models.parquet"
-    sweep.write(sweep.plan(ScenarioSpec(), [f"model=llama-3.1-70b,{OWN}"]), path,
+    sweep_file.write(sweep.plan(ScenarioSpec(), [f"model=llama-3.1-70b,{OWN}"]), path,
                 only=["vision_tokens", "kv_bytes_per_token"])
     frame = pl.read_parquet(path)
     assert frame["model"].to_list() == ["llama-3.1-70b", OWN]
@@ -220,7 +221,7 @@ def test_an_axis_is_read_in_the_column_unit_whatever_a_model_declares(tmp_path):
     path = tmp_path / "kv.parquet"
     plan = sweep.plan(ScenarioSpec(),
                       ["model=llama-3.1-70b,deepseek-v3", "kv_bytes_per_token=100"])
-    sweep.write(plan, path, only=["kv_bytes_per_token", "kv_bytes_per_seq"])
+    sweep_file.write(plan, path, only=["kv_bytes_per_token", "kv_bytes_per_seq"])
     frame = pl.read_parquet(path)
     assert frame["kv_bytes_per_token"].to_list() == pytest.approx([100, 100])
     # 1536 tokens x 100 kB/token = 153.6 MB for both

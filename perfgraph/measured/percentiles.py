@@ -35,6 +35,7 @@ from perfgraph.scenario.loading import load
 from perfgraph.whatif.simulate import Run as SimRun
 from perfgraph.whatif.simulate import Setup, simulate
 from perfgraph.whatif.simulate.lengths import Lengths
+from perfgraph.whatif.simulate.sim_summary import SimSummary
 from perfgraph.whatif.simulate.summary import summarise
 
 METRICS = ("ttft", "tpot")
@@ -117,7 +118,7 @@ def arrivals_said(run: MeasuredRun, setup: Setup) -> str:
 
 
 def simulated(run: MeasuredRun, sheet: Sheet, seed: int = SEED,
-              ) -> tuple[SimRun, dict, Setup]:
+              ) -> tuple[SimRun, SimSummary, Setup]:
     """The simulation of the run's own requests on ``sheet``, and its summary."""
     setup = sim_setup(run, sheet, seed)
     result = simulate(sheet, setup)
@@ -135,13 +136,13 @@ def run_percentiles(run: MeasuredRun, sheet: Sheet, reference: str,
     except PerfgraphError as exc:
         return Percentiles(measured, {}, reference, "", len(record.isl), seed,
                            error=f"the simulation cannot run: {exc}")
-    latency = summary["latency"]
-    sims = {m: {s: latency[m][1].get(s) for s in STATS} for m in METRICS}
+    latency = dict(summary.latency.items())
+    sims = {m: {s: latency[m].get(s) for s in STATS} for m in METRICS}
     note = None
-    if summary["overload"]:
-        o = summary["overload"]
-        note = (f"simulated overloaded: requests arrive at {o['offered']:.4g} request/s, "
-                f"the model sustains {o['sustained']:.4g}; its TTFT grows with the run and "
+    if summary.overload:
+        o = summary.overload
+        note = (f"simulated overloaded: requests arrive at {o.offered:.4g} request/s, "
+                f"the model sustains {o.sustained:.4g}; its TTFT grows with the run and "
                 f"is not shown")
     return Percentiles(measured, sims, reference, arrivals_said(run, setup), len(record.isl),
                        seed, note)

@@ -3,7 +3,8 @@
 A closed loop of ``concurrency`` users (the sheet's own assumption), or an open loop at the
 sheet's ``request_rate``, with :data:`REQUESTS` requests of the scenario's fixed lengths:
 enough for p99 (ten requests above it), small enough to answer in a fraction of a second.
-The summary is :func:`perfgraph.whatif.simulate.summary.summarise`'s; the CDFs are quantiles
+The summary is :func:`perfgraph.whatif.simulate.summary.summarise`'s (a
+:class:`~perfgraph.whatif.simulate.sim_summary.SimSummary`); the CDFs are quantiles
 of the same requests' TTFT and of every decode token's gap (ITL, each step weighted by its
 decodes), past the warm-up.
 """
@@ -19,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
+from perfgraph.output.simulate_report import summary_doc, summary_from_doc
 from perfgraph.whatif.simulate import Run, Setup, simulate
+from perfgraph.whatif.simulate.sim_summary import SimSummary
 from perfgraph.whatif.simulate.summary import latency_samples, summarise, weighted_quantiles
 
 REQUESTS = 1000
@@ -42,7 +45,7 @@ class SimAnswer:
 
     label: str  # roofline, or the calibration profile (as simulate prints it)
     loop: str  # "closed loop, 64 users" or "open loop, 4.8 request/s"
-    summary: Mapping[str, Any]
+    summary: SimSummary
     ttft: Cdf
     itl: Cdf
     seconds: float = 0.0
@@ -50,17 +53,19 @@ class SimAnswer:
 
     def stat(self, metric: str, key: str) -> float | None:
         """``stat("ttft", "p99")``: from the summary, in its unit (ms for TTFT, ITL)."""
-        value = self.summary["latency"][metric][1].get(key)
+        stats = self.summary.latency.of(metric)
+        value = None if stats is None else stats.get(key)
         return None if value is None else float(value)
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "loop": self.loop, "summary": self.summary,
+        return {"label": self.label, "loop": self.loop, "summary": summary_doc(self.summary),
                 "ttft": list(self.ttft.x), "itl": list(self.itl.x), "seconds": self.seconds,
                 "notes": list(self.notes)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SimAnswer:
-        return cls(doc["label"], doc["loop"], doc["summary"], Cdf(tuple(doc["ttft"])),
+        return cls(doc["label"], doc["loop"], summary_from_doc(doc["summary"]),
+                   Cdf(tuple(doc["ttft"])),
                    Cdf(tuple(doc["itl"])), float(doc["seconds"]), tuple(doc["notes"]))
 
 
@@ -92,7 +97,7 @@ def run(sheet: Sheet, label: str, open_loop: bool = False, requests: int = REQUE
 def _cdfs(result: Run) -> tuple[Cdf, Cdf]:
     """The CDFs of the samples the summary's TTFT and ITL are taken over."""
     samples = latency_samples(result)
-    (ttft, _), (itl, weights) = samples["ttft"], samples["itl"]
+    ttft, (itl, weights) = samples.ttft.values, samples.itl
     itl_w = np.ones(itl.size) if weights is None else weights.astype(float)
     return Cdf(_quantiles(ttft * 1e3, np.ones(ttft.size))), Cdf(_quantiles(itl * 1e3, itl_w))
 

@@ -145,12 +145,12 @@ def simulate_job(job: Job, slos: tuple[PercentileSlo, ...]) -> Outcome:
         summary = summarise(job.run(sheet), sheet)
     except PerfgraphError as exc:
         return Outcome(job.row, error=str(exc))
-    latency = summary["latency"]
     values: dict[str, float] = {}
     for slo in slos:
-        value = latency.get(slo.metric, ("", {}))[1].get(slo.stat)
+        stats = summary.latency.of(slo.metric)
+        value = None if stats is None else stats.get(slo.stat)
         values[slo.name] = math.inf if value is None else float(value)
-    if summary["partial"] or summary["overload"]:
+    if summary.partial or summary.overload:
         return Outcome(job.row, values, False, "the simulated deployment falls behind the rate")
     meets = all(values[s.name] <= s.limit for s in slos)
     return Outcome(job.row, values, meets)

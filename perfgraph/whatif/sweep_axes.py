@@ -9,7 +9,8 @@ to each value) or a catalog axis (``model``, ``hardware``, ``workload``, ``preci
 Rows go catalog combination by catalog combination (each builds one sheet), and within one
 the cell axes as given, the last varying fastest. The cell points of a combination are
 evaluated a chunk at a time, each chunk with one :meth:`Sheet.evaluate_columns` call (each
-formula once over whole columns), and streamed to Parquet, so memory stays bounded however
+formula once over whole columns), and streamed to Parquet or CSV
+(:mod:`perfgraph.output.sweep_file`), so memory stays bounded however
 many points there are.
 """
 
@@ -20,23 +21,16 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any
 
-from perfgraph._infra import parquet_write as parquet
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNameError
 from perfgraph.errors import did_you_mean as _near
-from perfgraph.scenario import choices as export
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
-from perfgraph.whatif.rows import Progress, chunk_frame, frames, whole  # noqa: F401  (as before)
-
-if TYPE_CHECKING:
-    import polars as pl
 
 #: The most points one sweep may have.
 MAX_POINTS = 50_000_000
@@ -285,7 +279,7 @@ def _tidy(x: float) -> float:
 def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
     """Every cell a row may have, with its unit: the scenario's, then any that a catalog
     entry on an axis declares (DeepSeek-V3's MLA widths); rows without one hold NaN."""
-    out = export.units(sheet, sheet.names)
+    out = {n: sheet.declaration(n).unit for n in sheet.names}
     for axis in sweep.catalog_axes:
         if axis.name in _NOT_FILES:
             continue
@@ -305,40 +299,3 @@ def selected_units(sweep: Sweep, only: Sequence[str] | None = None) -> dict[str,
         if name not in units:
             raise UnknownNameError(f"no cell named {name!r}{_near(name, units)}", name=name)
     return {n: units[n] for n in only}
-
-
-def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
-          progress: Progress | None = None) -> dict[str, str]:
-    """Run the sweep into a Parquet file at ``path``; returns the cells written, with units.
-
-    ``only`` limits the cell columns (default: every cell). A failure part way (a catalog
-    combination that cannot load, a full disk) leaves no file behind; a catalog
-    combination's own error is raised as it is.
-    """
-    units = selected_units(sweep, only)
-    failure: list[PerfgraphError] = []
-
-    def guarded() -> Iterator[pl.DataFrame]:
-        try:
-            yield from frames(sweep, units, progress)
-        except PerfgraphError as exc:  # re-raised below, once the writer has let go
-            failure.append(exc)
-            raise
-
-    axes = {"perfgraph.axes": ",".join(a.name for a in sweep.axes)}
-    if sweep.points <= CHUNK_ROWS and parquet.write_table(
-            path, whole(sweep, units, progress), units, axes):
-        return units  # small: every column at once, without importing Polars
-    try:
-        parquet.write_frames(path, guarded, export.schema(list(units)), units, axes)
-    except Exception:
-        if failure:
-            raise failure[0] from None
-        raise
-    return units
-
-
-def write_csv(sweep: Sweep, stream: TextIO, only: Sequence[str] | None = None) -> None:
-    """The sweep as CSV on ``stream`` (a header, then a chunk at a time)."""
-    for i, frame in enumerate(frames(sweep, selected_units(sweep, only))):
-        stream.write(frame.write_csv(include_header=i == 0))

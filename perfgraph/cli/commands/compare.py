@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import polars as pl
-
-from perfgraph._infra.atomic import write_atomic, write_text_atomic
+from perfgraph._infra.atomic import write_text_atomic
 from perfgraph._infra.inputfile import not_a_file
 from perfgraph.cli.options import (
     add_force_option,
@@ -28,6 +26,7 @@ from perfgraph.output.compare_report import (
     records,
     summary_lines,
 )
+from perfgraph.output.parquet import write_records
 
 FORMATS = ("table", "markdown", "json", "parquet")
 
@@ -100,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
     measured = read_measured(args.runs)
     comparisons = compare_runs(measured.runs, base, percentiles=True)
     if args.format == "parquet":
-        frame = pl.DataFrame(records(comparisons), infer_schema_length=None)
-        write_atomic(args.out, lambda tmp: frame.write_parquet(tmp))
+        write_records(args.out, records(comparisons))
     else:
         reference = held_against(comparisons, base)
         text = {"table": lambda: as_table(comparisons, measured, args.notes, reference),

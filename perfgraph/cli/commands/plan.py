@@ -14,6 +14,7 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.output import plan_json, plan_text
+from perfgraph.output.parquet import write_plans
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan_report
 from perfgraph.whatif import plan_percentiles as pp
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     ans = replace(plan_report.answer(result, args.top, chosen), simulated=report,
                   prediction=best_scenario.prediction)
     if args.out:
-        _write(result, args.out)
+        write_plans(args.out, result)
     engine = args.launch or str(best.engine)
     if args.format == "json":
         ans = replace(ans, benchmark=plan_deploy.benchmark(args, ans, best_scenario, engine))
@@ -176,15 +177,3 @@ def _held(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
                         args.requests, args.simulate, args.jobs, args.ray)
 
 
-def _write(result: plan.Result, path: str) -> None:
-    import numpy as np
-    import polars as pl
-
-    from perfgraph._infra.atomic import write_atomic
-
-    choices = [result.choices(int(r)) for r in result.rows]
-    rank = np.empty(result.feasible, dtype=np.int64)  # 1: the plan the answer gives
-    rank[result.order()] = np.arange(1, result.feasible + 1)
-    frame = pl.DataFrame(choices).with_columns(
-        *[pl.Series(n, result.values[n]) for n in result.values], pl.Series("rank", rank))
-    write_atomic(path, lambda tmp: frame.write_parquet(tmp))

@@ -11,13 +11,11 @@ when it is a terminal; Ctrl-C stops the run and prints the summary so far, marke
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 
-from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.cli.options import (
     add_force_option,
     add_scenario_options,
@@ -26,16 +24,22 @@ from perfgraph.cli.options import (
 )
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
-from perfgraph.output import parquet as export
+from perfgraph.output.simulate_report import (
+    as_json,
+    step_json,
+    step_text,
+    table,
+    write_requests,
+    write_trace,
+)
 from perfgraph.scenario.loading import DEFAULT_ENGINE, Scenario, load
 from perfgraph.whatif.simulate import Run, Setup, check, simulate
 from perfgraph.whatif.simulate import arrivals as arr
 from perfgraph.whatif.simulate.cluster import simulate_replicas
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
-from perfgraph.whatif.simulate.report import ROW_UNITS, as_json, request_rows, table, trace
 from perfgraph.whatif.simulate.router import ROUTERS
 from perfgraph.whatif.simulate.scheduler import schedulers
-from perfgraph.whatif.simulate.step_sheet import explain_step
+from perfgraph.whatif.simulate.step_sheet import ExplainedStep, explain_step
 from perfgraph.whatif.simulate.summary import summarise
 
 
@@ -212,8 +216,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     summary = summarise(result, sheet)
-    summary["run_measured"] = result.lengths.measured
-    summary["measured_source"] = result.lengths.source
     if not result.complete:
         print("perfgraph: interrupted: the summary covers the requests done so far"
               + ("; no file written" if args.out or args.trace else ""), file=sys.stderr)
@@ -252,38 +254,17 @@ def explained(result: Run, sheet: Sheet, fmt: str) -> str:
     if engine.watched is None:
         raise InputError(f"{n + 1}: the run took {engine.log.count:,} steps",
                          name="--explain-step")
-    cells = explain_step(sheet, engine.watched)
     steps = engine.log.arrays()
-    end, dur = float(steps["end"][n]), float(steps["dur"][n])
-    if fmt == "json":
-        return json.dumps({"step": n + 1, "steps": engine.log.count, "end_s": end,
-                           "duration_s": dur, "cells": [asdict(c) for c in cells]},
-                          indent=2) + "\n"
-    out = [f"step {n + 1:,} of {engine.log.count:,}: ends at {end:.6g} s, takes "
-           f"{dur * 1e3:.4g} ms", "inputs"]
-    out += [f"  {c.name} = {c.shown}" for c in cells if c.formula is None]
-    for c in cells:
-        if c.formula is None:
-            continue
-        out.append(f"{c.name}: {c.doc}")
-        if c.bound:
-            out.append(f"  formula      {c.formula}   (the step's, in place of its own)")
-        else:
-            out += [f"  formula      {c.formula}", f"  with values  {c.substituted}"]
-        out.append(f"  result       {c.shown}")
-    return "\n".join(out) + "\n"
+    step = ExplainedStep(n + 1, engine.log.count, float(steps["end"][n]),
+                         float(steps["dur"][n]), tuple(explain_step(sheet, engine.watched)))
+    return step_json(step) if fmt == "json" else step_text(step)
 
 
-def _write(args: argparse.Namespace, result: object) -> None:
+def _write(args: argparse.Namespace, result: Run) -> None:
     if args.out:
-        import polars as pl
-
-        rows = request_rows(result)  # type: ignore[arg-type]
-        # float64 throughout: perfgraph.output.parquet's Arrow schema knows floats and strings
-        frame = pl.DataFrame({k: v.astype("float64") for k, v in rows.items()})
-        export.write_frames(args.out, lambda: iter([frame]), dict(frame.schema), ROW_UNITS)
+        write_requests(args.out, result)
     if args.trace:
-        write_text_atomic(args.trace, trace(result))  # type: ignore[arg-type]
+        write_trace(args.trace, result)
 
 
 def _progress(setup: Setup):  # type: ignore[no-untyped-def]

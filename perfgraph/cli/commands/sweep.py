@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import TextIO
 
-from perfgraph._infra.atomic import write_atomic
 from perfgraph.cli.options import add_force_option, add_scenario_options, spec_from_args
 from perfgraph.engine.numbers import number
 from perfgraph.output import parquet as export
+from perfgraph.output import sweep_file
 from perfgraph.whatif import sweep_axes as sweep
 
 FORMATS = ("parquet", "csv")
@@ -80,26 +79,21 @@ class ProgressBar:
             self.stream.flush()
 
 
-def _csv_file(plan: sweep.Sweep, path: Path, only: list[str] | None) -> None:
-    with path.open("w", encoding="utf-8", newline="") as stream:
-        sweep.write_csv(plan, stream, only)
-
-
 def run(args: argparse.Namespace) -> int:
     fmt = export.output_format(args.out, args.format, FORMATS, "csv", "parquet")
     spec = spec_from_args(args)
     plan = sweep.plan(spec, args.axis)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     if args.out is None:
-        sweep.write_csv(plan, sys.stdout, only)
+        sweep_file.write_csv(plan, sys.stdout, only)
         return 0
     if fmt == "csv":
-        write_atomic(args.out, lambda tmp: _csv_file(plan, tmp, only))
+        sweep_file.write_csv_file(plan, args.out, only)
         print(f"wrote {plan.points:,} rows to {args.out}", file=sys.stderr)
         return 0
     bar = ProgressBar(plan.points, sys.stderr) if sys.stderr.isatty() else None
     try:
-        written = sweep.write(plan, args.out, only, bar)
+        written = sweep_file.write(plan, args.out, only, bar)
     finally:
         if bar is not None:
             bar.close()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the simulator is imported when a simulation first runs, not
     from perfgraph.tui.session import Session
     from perfgraph.tui.simulation import Cdf, SimAnswer
     from perfgraph.tui.view_registry import ViewContext
+    from perfgraph.whatif.simulate.sim_summary import SeriesPoint
 
 LABELS = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "e2e": "E2E"}
 SHOWN = ("p50", "p90", "p99")
@@ -40,20 +41,20 @@ def _num(x: float | None) -> str:
 def summary_text(answer: SimAnswer) -> Text:
     """The header line and p50/p90/p99 of TTFT, ITL and TPOT, as ``simulate`` prints them."""
     s = answer.summary
-    text = Text(f"simulated · {answer.label} · {answer.loop} · {s['requests']} requests "
-                f"({s['measured']} measured)", style="bold")
+    text = Text(f"simulated · {answer.label} · {answer.loop} · {s.requests} requests "
+                f"({s.measured} measured)", style="bold")
     text.append(f" · {number(answer.seconds, 2)} s", style="dim")
-    if s.get("overload"):
-        o = s["overload"]
-        text.append(f"\nOVERLOADED: {number(o['offered'])} request/s offered, "
-                    f"{number(o['sustained'])} sustained", style="red")
-    for metric in ("ttft", "itl", "tpot"):
-        unit, _ = s["latency"][metric]
+    if s.overload:
+        o = s.overload
+        text.append(f"\nOVERLOADED: {number(o.offered)} request/s offered, "
+                    f"{number(o.sustained)} sustained", style="red")
+    for metric, latency in (("ttft", s.latency.ttft), ("itl", s.latency.itl),
+                            ("tpot", s.latency.tpot)):
         stats = "  ".join(f"{k} {_num(answer.stat(metric, k))}" for k in SHOWN)
-        text.append(f"\n{LABELS[metric] + ' (' + unit + ')':10}{stats}")
-    text.append(f"\nthroughput {_num(s['output_throughput'])} tok/s · goodput "
-                f"{_num(s['goodput'])} request/s · batch mean {_num(s['batch']['mean'])}, "
-                f"max {_num(s['batch']['max'])} · preemptions {s['preemptions']}")
+        text.append(f"\n{LABELS[metric] + ' (' + latency.unit + ')':10}{stats}")
+    text.append(f"\nthroughput {_num(s.output_throughput)} tok/s · goodput "
+                f"{_num(s.goodput)} request/s · batch mean {_num(s.batch.mean)}, "
+                f"max {_num(s.batch.max)} · preemptions {s.preemptions}")
     return text
 
 
@@ -86,13 +87,13 @@ class BatchPlot(Chart):
     """Decodes per step over the simulated time."""
 
     def draw(self, answer: SimAnswer | None) -> None:
-        series = [] if answer is None else list(answer.summary["series"])
+        series = [] if answer is None else list(answer.summary.series)
         self.paint(lambda plt: self.figure(plt, series))
 
     @staticmethod
-    def figure(plt: Any, series: list[Any]) -> None:
+    def figure(plt: Any, series: list[SeriesPoint]) -> None:
         if series:
-            plt.plot([p["t"] for p in series], [p["batch"] for p in series],
+            plt.plot([p.t for p in series], [p.batch for p in series],
                      marker="braille", color="cyan")
             plt.title("batch (decodes a step) over time")
             plt.xlabel("simulated time (s)")

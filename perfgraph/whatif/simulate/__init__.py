@@ -4,7 +4,8 @@
 sheet's ``sim_step_time``), the scheduler's policy (``scheduler``), the KV block pool (``kv``:
 the sheet's ``sim_kv_blocks`` blocks of ``block_size``), lengths and arrivals (``lengths``,
 ``arrivals``), runs the engine loop (``engine``), with requests and tokens passing through
-the API server's loop (``frontend``), and summarises it (``summary``).
+the API server's loop (``frontend``), and summarises it (``summary``: a frozen
+:class:`~.sim_summary.SimSummary`, which :mod:`perfgraph.output.simulate_report` renders).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from perfgraph.whatif.simulate.frontend import Frontend
 from perfgraph.whatif.simulate.kv import BlockPool
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.scheduler import policy
+from perfgraph.whatif.simulate.sim_summary import ReplicaLoad
 from perfgraph.whatif.simulate.speculation import Speculation
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 
@@ -61,7 +62,7 @@ class Run:
     rate: float | None  # the open loop's arrival rate (None: closed loop)
     notes: list[str]
     #: a pool of replicas (:mod:`.cluster`): each one's load; empty for one engine
-    replicas: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[ReplicaLoad] = field(default_factory=list)
 
 
 #: The most requests one run may simulate: about 200 bytes each in memory, and a minute or

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from perfgraph.whatif.simulate.lengths import Lengths
 from perfgraph.whatif.simulate.offload import HOST, Tiers, reload_time
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.router import Router, router
+from perfgraph.whatif.simulate.sim_summary import ReplicaLoad
 from perfgraph.whatif.simulate.step_sheet import StepSheet
 from perfgraph.whatif.simulate.steplog import StepLog
 from perfgraph.whatif.simulate.summary import step_gaps
@@ -236,7 +236,7 @@ def _frontends(engines: Sequence[Engine]) -> Frontend:
     return out
 
 
-def loads(pool: ReplicaPool) -> list[dict[str, Any]]:
+def loads(pool: ReplicaPool) -> list[ReplicaLoad]:
     """Per replica: its requests (and their share), its steps' share of the run's time
     (busy), its mean batch and KV use over its busy time, its TTFT p50 and p99 (ms)."""
     t = pool.reqs.table()
@@ -247,17 +247,17 @@ def loads(pool: ReplicaPool) -> list[dict[str, Any]]:
         ttft = t["ttft"][mine & np.isfinite(t["ttft"])]
         dur = st["dur"]
         busy = float(dur.sum())
-        rows.append({
-            "pool": pool.name, "replica": j, "requests": int(mine.sum()),
-            "share": float(mine.sum() / max(len(mine), 1)),
-            "busy": busy / span if span > 0 else math.nan,
-            "batch": float(np.average(st["decodes"], weights=dur)) if busy > 0 else math.nan,
-            "kv_use": float(np.average(st["kv"], weights=dur)) if busy > 0 else math.nan,
-            "ttft_p50": float(np.percentile(ttft, 50)) * 1e3 if ttft.size else math.nan,
-            "ttft_p99": float(np.percentile(ttft, 99)) * 1e3 if ttft.size else math.nan,
-            "hit_rate": (float(pool.hits[j] / max(mine.sum(), 1))
+        rows.append(ReplicaLoad(
+            pool=pool.name, replica=j, requests=int(mine.sum()),
+            share=float(mine.sum() / max(len(mine), 1)),
+            busy=busy / span if span > 0 else math.nan,
+            batch=float(np.average(st["decodes"], weights=dur)) if busy > 0 else math.nan,
+            kv_use=float(np.average(st["kv"], weights=dur)) if busy > 0 else math.nan,
+            ttft_p50=float(np.percentile(ttft, 50)) * 1e3 if ttft.size else math.nan,
+            ttft_p99=float(np.percentile(ttft, 99)) * 1e3 if ttft.size else math.nan,
+            hit_rate=(float(pool.hits[j] / max(mine.sum(), 1))
+                      if pool.sessions is not None else None),
+            reload_rate=(float(pool.reloads[j] / max(mine.sum(), 1))
                          if pool.sessions is not None else None),
-            "reload_rate": (float(pool.reloads[j] / max(mine.sum(), 1))
-                            if pool.sessions is not None else None),
-        })
+        ))
     return rows

@@ -128,6 +128,18 @@ class StepCell:
     bound: str | None = None  # the step cell it reads in place of its own formula
 
 
+@dataclass(frozen=True)
+class ExplainedStep:
+    """``--explain-step``: step ``number`` (from 1) of the run's ``steps``, when it ended and
+    how long it took (s), and its cells (its inputs first)."""
+
+    number: int
+    steps: int
+    end_s: float
+    duration_s: float
+    cells: tuple[StepCell, ...]
+
+
 def explain_step(sheet: Sheet, inputs: dict[str, float]) -> list[StepCell]:
     """One step as ``explain`` shows a cell: its inputs (canonical magnitudes, by name),
     then each cell the step computes, in order, with its formula, the formula with that

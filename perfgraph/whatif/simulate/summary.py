@@ -16,14 +16,28 @@ window with TTFT ≤ ``ttft_slo`` and TPOT ≤ ``itl_slo``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
 from perfgraph.whatif.simulate import Run
+from perfgraph.whatif.simulate.sim_summary import (
+    METRIC_KEYS,
+    STAT_KEYS,
+    FrontendLoad,
+    Latencies,
+    LatencyStats,
+    MeanMax,
+    Overload,
+    SeriesPoint,
+    SimSummary,
+    SloLimits,
+    SpeculationYield,
+    TokenLag,
+)
 
-STATS = ("mean", "p50", "p90", "p99", "p99.9")
 SERIES_POINTS = 60
 
 
@@ -37,21 +51,22 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: list[float],
 
 
 def stats(values: np.ndarray, weights: np.ndarray | None, scale: float, n: int,
-          ) -> dict[str, float | None]:
-    keys = [k for k in STATS if k != "p99.9" or n >= 10_000]
+          unit: str = "") -> LatencyStats:
+    """The mean and percentiles of ``values`` (× ``scale``, in ``unit``); p99.9 only over
+    ``n`` ≥ 10 000 requests; every one None where nothing was sampled."""
+    keys = tuple(k for k in STAT_KEYS if k != "p99.9" or n >= 10_000)
     w = np.ones_like(values) if weights is None else weights
     ok = np.isfinite(values)
     values, w = values[ok], w[ok]
     if values.size == 0 or not w.sum() > 0:  # nothing decoded (every request dropped)
-        return dict.fromkeys(keys)
+        return LatencyStats(unit, keys=keys)
     qs = [float(k[1:]) / 100 for k in keys[1:]]
-    out: dict[str, float | None] = {"mean": float(np.average(values, weights=w)) * scale}
-    for k, q in zip(keys[1:], weighted_quantiles(values, w, qs), strict=True):
-        out[k] = q * scale
-    return out
+    got = {k.replace(".", "_"): q * scale
+           for k, q in zip(keys[1:], weighted_quantiles(values, w, qs), strict=True)}
+    return LatencyStats(unit, float(np.average(values, weights=w)) * scale, keys=keys, **got)
 
 
-def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
+def summarise(run: Run, sheet: Sheet) -> SimSummary:
     e, t = run.engine, run.engine.reqs.table()
     steps = e.log.arrays()
     w = run.warmup
@@ -64,34 +79,41 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
         in_window & (t["osl"] <= 1) & (t["ttft"] <= slo_ttft))
     sel = (steps["end"] > t0) & (steps["end"] <= t1)
     out_tokens = float(steps["tokens"][sel].sum())
-    measured = ended.sum()
     ratio = float((t["isl"][ended] + t["osl"][ended]).sum() / max(t["osl"][ended].sum(), 1))
     overload = _overload(run, t, t0, t1, in_window)
-    n = int(measured)
-    latency = {k: (UNITS[k], stats(v, weights, SCALES[k], n))
-               for k, (v, weights) in _samples(run, t, steps, ended, t0).items()}
-    if overload:
-        for k in ("ttft", "e2e"):
-            latency[k] = (latency[k][0], dict.fromkeys(latency[k][1]))
+    n = int(ended.sum())
     dur = steps["dur"][sel]
-    return {
-        "partial": not run.complete, "requests": len(t["end"]), "measured": n,
-        "warmup": w, "simulated_s": float(e.now), "steps": int(steps["end"].size),
-        "window_s": span, "latency": latency,
-        "output_throughput": out_tokens / span if span > 0 else math.nan,
-        "total_throughput": out_tokens / span * ratio if span > 0 else math.nan,
-        "request_throughput": float(in_window.sum() / span) if span > 0 else math.nan,
-        "goodput": float(good.sum() / span) if span > 0 else math.nan,
-        "goodput_share": float(good.sum() / max(in_window.sum(), 1)),
-        "slo": {"ttft": slo_ttft * 1e3, "itl": slo_itl * 1e3},
-        "preemptions": int(e.preemptions), "dropped": int(sum(e.reqs.dropped)),
-        "batch": _mean_max(steps["decodes"][sel], dur),
-        "speculation": _speculation(run, sheet, sel),
-        "kv_use": _mean_max(steps["kv"][sel], dur),
-        "series": _series(steps), "overload": overload,
-        "frontend": _frontend(run, steps),
-        "replicas": run.replicas,
-    }
+
+    def per_s(count: float) -> float:
+        return count / span if span > 0 else math.nan
+
+    return SimSummary(
+        partial=not run.complete, requests=len(t["end"]), measured=n, warmup=w,
+        simulated_s=float(e.now), steps=int(steps["end"].size), window_s=span,
+        latency=_latencies(run, t, steps, ended, t0, overload is not None),
+        output_throughput=per_s(out_tokens), total_throughput=per_s(out_tokens) * ratio,
+        request_throughput=per_s(float(in_window.sum())), goodput=per_s(float(good.sum())),
+        goodput_share=float(good.sum() / max(in_window.sum(), 1)),
+        slo=SloLimits(slo_ttft * 1e3, slo_itl * 1e3),
+        preemptions=int(e.preemptions), dropped=int(sum(e.reqs.dropped)),
+        batch=_mean_max(steps["decodes"][sel], dur),
+        speculation=_speculation(run, sheet, sel),
+        kv_use=_mean_max(steps["kv"][sel], dur),
+        series=_series(steps), overload=overload, frontend=_frontend(run, steps),
+        replicas=tuple(run.replicas), run_measured=run.lengths.measured,
+        measured_source=run.lengths.source)
+
+
+def _latencies(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
+               ended: np.ndarray, t0: float, overloaded: bool) -> Latencies:
+    """Each latency's statistics; an overloaded run's TTFT and E2E hidden (they grow with
+    the run's length)."""
+    n = int(ended.sum())
+    got = {k: stats(v, weights, SCALES[k], n, UNITS[k])
+           for k, (v, weights) in _samples(run, t, steps, ended, t0).items()}
+    if overloaded:
+        got["ttft"], got["e2e"] = got["ttft"].hidden(), got["e2e"].hidden()
+    return Latencies(**got)
 
 
 #: Each latency's unit in the summary, and the factor from seconds to it.
@@ -99,7 +121,25 @@ UNITS = {"ttft": "ms", "tpot": "ms", "itl": "ms", "e2e": "s"}
 SCALES = {"ttft": 1e3, "tpot": 1e3, "itl": 1e3, "e2e": 1.0}
 
 
-def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+class Sampled(NamedTuple):
+    """One latency's samples (s) and their weights (None: one per request)."""
+
+    values: np.ndarray
+    weights: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class LatencySamples:
+    ttft: Sampled
+    tpot: Sampled
+    itl: Sampled
+    e2e: Sampled
+
+    def items(self) -> tuple[tuple[str, Sampled], ...]:
+        return tuple((k, getattr(self, k)) for k in METRIC_KEYS)
+
+
+def latency_samples(run: Run) -> LatencySamples:
     """The samples (in seconds) the summary's latencies are taken over, with their weights
     (None: one per request): TTFT, TPOT and E2E of each request past the warm-up that ended;
     ITL of each step in the window, weighted by its decodes, and each preempted gap."""
@@ -109,7 +149,7 @@ def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]
 
 
 def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
-             ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+             ended: np.ndarray, t0: float) -> LatencySamples:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
     after = steps["end"] > t0
     itl, weights = step_gaps(steps)[after], steps["decodes"][after]
@@ -117,9 +157,10 @@ def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
     if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
         a = np.arange(1, accepted.shape[1] + 1, dtype=float)
         itl, weights = (itl[:, None] / a).ravel(), (accepted[after] * a).ravel()
-    return {"ttft": (t["ttft"][ended], None), "tpot": (t["tpot"][ended], None),
-            "itl": (np.concatenate([itl, gaps]), np.concatenate([weights, np.ones(gaps.size)])),
-            "e2e": (t["e2e"][ended], None)}
+    return LatencySamples(
+        ttft=Sampled(t["ttft"][ended], None), tpot=Sampled(t["tpot"][ended], None),
+        itl=Sampled(np.concatenate([itl, gaps]), np.concatenate([weights, np.ones(gaps.size)])),
+        e2e=Sampled(t["e2e"][ended], None))
 
 
 def step_gaps(steps: dict[str, np.ndarray]) -> np.ndarray:
@@ -146,7 +187,7 @@ def _window(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
 
 
 def _overload(run: Run, t: dict[str, np.ndarray], t0: float, t1: float,
-              in_window: np.ndarray) -> dict[str, float] | None:
+              in_window: np.ndarray) -> Overload | None:
     """Open loop only: did the queue grow through the window (arrivals outpacing service)?"""
     if run.rate is None or not math.isfinite(run.rate) or not t1 > t0:
         return None
@@ -158,11 +199,11 @@ def _overload(run: Run, t: dict[str, np.ndarray], t0: float, t1: float,
     offered = float(arrived.sum() / (t1 - t0))
     if growth > max(0.1 * arrived.sum(), 2 * run.engine.policy.max_seqs) \
             and sustained < 0.95 * offered:
-        return {"offered": offered, "sustained": sustained, "queue_growth": growth}
+        return Overload(offered, sustained, growth)
     return None
 
 
-def _frontend(run: Run, steps: dict[str, np.ndarray]) -> dict[str, Any] | None:
+def _frontend(run: Run, steps: dict[str, np.ndarray]) -> FrontendLoad | None:
     """The API server's loop, when it has costs: its times, the share of the run it was
     busy, and how long after their step tokens reached their clients (by tokens)."""
     fe = run.engine.frontend
@@ -175,12 +216,12 @@ def _frontend(run: Run, steps: dict[str, np.ndarray]) -> dict[str, Any] | None:
         mean = float(np.average(lag, weights=steps["tokens"]))
         p99 = weighted_quantiles(lag, steps["tokens"], [0.99])[0]
         top = float(lag.max())
-    return {"request_ms": fe.t_req * 1e3, "chunk_ms": fe.t_tok * 1e3,
-            "coalesce": fe.coalesce, "busy_share": fe.busy / span if span > 0 else math.nan,
-            "lag_ms": {"mean": mean * 1e3, "p99": p99 * 1e3, "max": top * 1e3}}
+    return FrontendLoad(fe.t_req * 1e3, fe.t_tok * 1e3, fe.coalesce,
+                        fe.busy / span if span > 0 else math.nan,
+                        TokenLag(mean * 1e3, p99 * 1e3, top * 1e3))
 
 
-def _speculation(run: Run, sheet: Sheet, sel: np.ndarray) -> dict[str, float] | None:
+def _speculation(run: Run, sheet: Sheet, sel: np.ndarray) -> SpeculationYield | None:
     """Speculative decoding: its k, the tokens a decode gained a step on average in the
     window (accepted drafts and the target's own), and the sheet's expectation of it."""
     accepted = run.engine.log.accepted()
@@ -188,23 +229,24 @@ def _speculation(run: Run, sheet: Sheet, sel: np.ndarray) -> dict[str, float] | 
         return None
     counts = accepted[sel].sum(axis=0)
     a = np.arange(1, counts.size + 1)
-    return {"k": counts.size - 1,
-            "accepted": float((counts * a).sum() / counts.sum()) if counts.sum() else math.nan,
-            "expected": sheet.magnitude("spec_tokens_per_pass")}
+    return SpeculationYield(
+        counts.size - 1,
+        float((counts * a).sum() / counts.sum()) if counts.sum() else math.nan,
+        sheet.magnitude("spec_tokens_per_pass"))
 
 
-def _mean_max(values: np.ndarray, dur: np.ndarray) -> dict[str, float]:
+def _mean_max(values: np.ndarray, dur: np.ndarray) -> MeanMax:
     if values.size == 0 or dur.sum() <= 0:
-        return {"mean": math.nan, "max": math.nan}
-    return {"mean": float(np.average(values, weights=dur)), "max": float(values.max())}
+        return MeanMax(math.nan, math.nan)
+    return MeanMax(float(np.average(values, weights=dur)), float(values.max()))
 
 
-def _series(steps: dict[str, np.ndarray]) -> list[dict[str, float]]:
+def _series(steps: dict[str, np.ndarray]) -> tuple[SeriesPoint, ...]:
     """Decodes a step and KV in use at SERIES_POINTS evenly spaced times."""
     ends = steps["end"]
     if ends.size == 0:
-        return []
+        return ()
     times = np.linspace(0, ends[-1], SERIES_POINTS + 1)[1:]
     idx = np.minimum(np.searchsorted(ends, times), ends.size - 1)
-    return [{"t": float(a), "batch": float(b), "kv_use": float(c)}
-            for a, b, c in zip(times, steps["decodes"][idx], steps["kv"][idx], strict=True)]
+    return tuple(SeriesPoint(float(a), float(b), float(c))
+                 for a, b, c in zip(times, steps["decodes"][idx], steps["kv"][idx], strict=True))

@@ -1,5 +1,6 @@
-"""The rows of a sweep: streamed a chunk at a time as Polars frames, or, for a sweep of at
-most one chunk, as whole columns (which pyarrow writes without Polars being imported).
+"""A sweep written out: its rows streamed a chunk at a time as Polars frames into Parquet or
+CSV, or, for a sweep of at most one chunk, as whole columns (which pyarrow writes without
+Polars being imported).
 
 Rows go catalog combination by catalog combination (each builds one sheet), and within one
 the cell axes as given, the last varying fastest; each column is in the unit of
@@ -9,22 +10,69 @@ the cell axes as given, the last varying fastest; each column is in the unit of
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
+from perfgraph._infra.atomic import write_atomic
 from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
-from perfgraph.errors import InputError
-from perfgraph.scenario import choices as export
+from perfgraph.errors import InputError, PerfgraphError
+from perfgraph.output import parquet
 from perfgraph.whatif import grid
 from perfgraph.whatif.grid import CHUNK_ROWS
+from perfgraph.whatif.sweep_axes import Sweep, selected_units
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from perfgraph.whatif.sweep_axes import Sweep
+def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
+          progress: Progress | None = None) -> dict[str, str]:
+    """Run the sweep into a Parquet file at ``path``; returns the cells written, with units.
+
+    ``only`` limits the cell columns (default: every cell). A failure part way (a catalog
+    combination that cannot load, a full disk) leaves no file behind; a catalog
+    combination's own error is raised as it is.
+    """
+    units = selected_units(sweep, only)
+    failure: list[PerfgraphError] = []
+
+    def guarded() -> Iterator[pl.DataFrame]:
+        try:
+            yield from frames(sweep, units, progress)
+        except PerfgraphError as exc:  # re-raised below, once the writer has let go
+            failure.append(exc)
+            raise
+
+    axes = {"perfgraph.axes": ",".join(a.name for a in sweep.axes)}
+    if sweep.points <= CHUNK_ROWS and parquet.write_table(
+            path, whole(sweep, units, progress), units, axes):
+        return units  # small: every column at once, without importing Polars
+    try:
+        parquet.write_frames(path, guarded, parquet.schema(list(units)), units, axes)
+    except Exception:
+        if failure:
+            raise failure[0] from None
+        raise
+    return units
+
+
+def write_csv(sweep: Sweep, stream: TextIO, only: Sequence[str] | None = None) -> None:
+    """The sweep as CSV on ``stream`` (a header, then a chunk at a time)."""
+    for i, frame in enumerate(frames(sweep, selected_units(sweep, only))):
+        stream.write(frame.write_csv(include_header=i == 0))
+
+
+def write_csv_file(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None) -> None:
+    """The sweep as a CSV file at ``path``, all or nothing."""
+    def into(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="") as stream:
+            write_csv(sweep, stream, only)
+
+    write_atomic(path, into)
+
 
 Progress = Callable[[int], None]
 
@@ -38,7 +86,7 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
     for spec in sweep.specs():
         scenario = sweep.scenario(spec)
         chosen = [pl.lit(v, dtype=pl.String).alias(k)
-                  for k, v in export.choices(scenario).items()]
+                  for k, v in parquet.choices(scenario).items()]
         scale = rescale(scenario.sheet, units)
         known = set(scenario.sheet.names)
         present = [n for n in units if n in known]  # only what is written is computed
@@ -65,7 +113,7 @@ def chunk_frame(columns: Mapping[str, np.ndarray], units: Mapping[str, str],
         else:
             varying[name] = column * factor if name in scale else column
     frame = pl.DataFrame(varying) if varying else pl.DataFrame(height=length)
-    return frame.with_columns(*chosen, *constant).select(*export.CHOICE_COLUMNS, *units)
+    return frame.with_columns(*chosen, *constant).select(*parquet.CHOICE_COLUMNS, *units)
 
 
 def rescale(sheet: Sheet, units: Mapping[str, str]) -> dict[str, float]:
@@ -87,7 +135,7 @@ def rescale(sheet: Sheet, units: Mapping[str, str]) -> dict[str, float]:
 def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
            ) -> dict[str, list[str] | np.ndarray]:
     """Every column of a sweep of at most one chunk: the choices, then each cell."""
-    choices: dict[str, list[str]] = {name: [] for name in export.CHOICE_COLUMNS}
+    choices: dict[str, list[str]] = {name: [] for name in parquet.CHOICE_COLUMNS}
     cells: dict[str, list[np.ndarray]] = {name: [] for name in units}
     for spec in sweep.specs():
         scenario = sweep.scenario(spec)
@@ -96,7 +144,7 @@ def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
         present = [n for n in units if n in known]
         for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
                                                 scale=scale):
-            for name, value in export.choices(scenario).items():
+            for name, value in parquet.choices(scenario).items():
                 choices[name] += [value] * (stop - start)
             for name in units:
                 column = columns.get(name)
