@@ -46,12 +46,12 @@ def check_options(args: argparse.Namespace) -> None:
 def question(ans: dict[str, Any], scenario: Scenario, engine: str) -> bench.BenchQuestion:
     """The benchmark's question from the plan's answer and its best scenario."""
     sheet = scenario.sheet
-    e2e = float(ans["best"]["values"]["e2e_served"]["value"])
     rate = float(ans["question"]["request_rate"]["value"])
     port = deploy.config()["engines"][engine]["port"]
     return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
                                isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
-                               rate=rate, requests=bench.requests_for(rate, e2e))
+                               rate=rate,
+                               requests=bench.requests_for(sheet.magnitude("requests_in_flight")))
 
 
 def tool_of(args: argparse.Namespace, engine: str) -> str:
