@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from perfgraph.cli.main import main
+from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import bench
 
 RUN = str(Path(__file__).parent / "data/measured/synthetic/vllm_bench_serve_conc64.json")
@@ -119,8 +120,15 @@ def test_a_bad_plan_file_exits_2_in_one_line(content, says, tmp_path, capsys) ->
 
 def test_steady_state_request_count() -> None:
     # 2.4 request/s × 21.283 s in flight = 51.08 requests; ten turnovers: 510.8 → 511
-    assert bench.requests_for(2.4, 21283.0) == 511
-    assert bench.requests_for(0.1, 1000.0) == bench.MIN_REQUESTS == 100
+    assert bench.requests_for(2.4 * 21.283) == 511
+    assert bench.requests_for(0.1 * 1.0) == bench.MIN_REQUESTS == 100
+
+
+def test_requests_in_flight_is_littles_law_on_the_served_e2e() -> None:
+    sheet = load(ScenarioSpec(sets=(("request_rate", "2.4 request/s"),))).sheet
+    # L = λW: 2.4 request/s × the served end-to-end latency
+    assert sheet.magnitude("requests_in_flight") == pytest.approx(
+        2.4 * sheet.magnitude("e2e_served", "s"), rel=1e-12)
 
 
 @pytest.mark.parametrize("tool, expect", [

@@ -176,3 +176,12 @@ def test_plan_says_why_the_cheaper_candidate_is_out(refused: plan.Result) -> Non
     assert last.endswith("would not start: its KV budget, 3.37 GB, is less than the 5.37 GB "
                          "the engine needs at start-up (one 32768-token sequence where it "
                          "checks max_context; the budget holds 20585 tokens)")
+
+
+def test_kv_start_memory_is_the_minimum_for_each_copy_of_the_kv() -> None:
+    """One 2048-token sequence of Llama-3 70B's FP8 KV, 2 × 80 layers × 8 KV heads × 128 × 1 B
+    a token = 0.3355 GB; at TP 16 each of the 8 KV heads is held twice (kv_replication 2)."""
+    sheet = load(ScenarioSpec(sets=(("tp", "16"),))).sheet
+    one = 2048 * 2 * 80 * 8 * 128 / 1e9
+    assert sheet.magnitude("kv_start_minimum", "GB") == pytest.approx(one, rel=1e-12)
+    assert sheet.magnitude("kv_start_memory", "GB") == pytest.approx(2 * one, rel=1e-12)

@@ -139,6 +139,10 @@ def test_measured_runs_on_the_roofline_sit_below_their_own_roof(comparisons) -> 
     roof = by["roof: h200 (one GPU)"]
     assert np.all(got.y <= np.interp(got.x, roof.x, roof.y) * 1.0001)
     assert got.color != roof.color  # the runs a lighter shade of their roof
+    # each point is the sheet's achieved_decode_flops: y ÷ x = MBU × the H200's 4.8 TB/s
+    assert sorted(got.y / got.x) == pytest.approx(sorted(c.mbu * 4.8 for c in h200), rel=1e-9)
+    assert sorted(got.y) == pytest.approx(sorted(c.achieved_decode_flops / 1e12 for c in h200),
+                                          rel=1e-12)
 
 
 def test_pareto_families_frontiers_and_the_chosen_plan() -> None:
@@ -291,3 +295,11 @@ def test_pareto_and_simulation_draw_what_plan_and_simulate_wrote(tmp_path) -> No
         assert (tmp_path / f"{kind}.svg").read_text().startswith("<?xml")
     assert cli(["plot", "pareto", str(requests), "--out", str(tmp_path / "x.svg")]) == 2
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_the_concurrency_charts_ceiling_is_the_sheets_per_gpu_cell() -> None:
+    sheet = load().sheet  # the default: 2 × H100 at 64 users
+    out = chart_data.curves(sheet, "concurrency", np.array([64.0]))
+    assert out["ceiling"][0] == pytest.approx(
+        sheet.magnitude("throughput_ceiling", "token/s") / 2, rel=1e-12)
+    assert sheet.magnitude("throughput_ceiling_per_gpu", "token/s") == out["ceiling"][0]

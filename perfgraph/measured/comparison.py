@@ -21,9 +21,11 @@ compares like with like and says what it compared:
   ``n_gpus`` when the file divides by its GPUs.
 
 "% of possible" = measured ÷ roofline for throughput, roofline ÷ measured for latencies: 100%
-means the run reached the roofline. MFU and MBU come from the measured numbers through the
-graph: the formulas below are pinned in a fork of the sheet and evaluated with the measured
-throughput and TPOT as columns.
+means the run reached the roofline. MFU, MBU and the run's place on the roofline come from the
+measured numbers through the graph: each run's throughput pins the sheet's cell of the same
+definition (``measured_output_throughput``, ``measured_total_throughput`` or
+``measured_throughput_total_per_gpu``) and its TPOT pins ``measured_tpot``; the cells of
+``sheets/achieved.toml`` derive the rest (``perfgraph explain achieved_mfu``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgraph.engine.sheet import Sheet
-from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
+from perfgraph.measured.achieved import achieved_by
+from perfgraph.measured.achieved import in_unit as in_unit
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
@@ -47,10 +50,9 @@ from perfgraph.measured.setup import at_capacity as at_capacity
 from perfgraph.measured.setup import config_columns as config_columns
 from perfgraph.scenario.loading import ScenarioSpec, load
 
-#: MFU and MBU of a run from its measured numbers (``throughput`` and ``itl`` are then the
-#: measured output tokens/s and TPOT). Seed: llm-inference-performance § Measuring.
-MFU_FORMULA = "throughput * (isl + osl) / osl * flops_per_token / (n_gpus * peak_flops)"
-MBU_FORMULA = "decode_bytes_per_step / itl / (n_gpus * hbm_bandwidth)"
+#: A file's throughput definition → the model's cell in the same definition.
+MODEL_CELL = {"output_throughput": "throughput", "total_throughput": "throughput_total",
+              "throughput_per_gpu": "throughput_total_per_gpu"}
 
 #: metric → (the model's cell, unit compared in, the measured keys to try, best first);
 #: TTFT's median first (a steady-state request's, see above), the others' mean (TPOT's mean
@@ -93,6 +95,11 @@ class Comparison:
     #: p50/p99 TTFT and TPOT measured vs a simulation of the run's own requests (runs with a
     #: per-request record, when ``compare_runs`` is asked for them; see measured/percentiles)
     percentiles: Percentiles | None = None
+    measured_output_per_gpu: float | None = None  # measured_output ÷ the run's GPUs
+    #: FLOP/s one GPU achieved: over the run (MFU × peak), and in decode (MBU × HBM
+    #: bandwidth × decode intensity, its place on the roofline)
+    achieved_flops: float | None = None
+    achieved_decode_flops: float | None = None
 
     def metric(self, name: str) -> MetricComparison | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -112,7 +119,10 @@ class _Measured:
     throughput_key: str | None
     throughput: float  # in the file's definition
     definition: str  # the file's definition of it
-    output_equivalent: float  # output tokens/s of the whole run, like the model's throughput
+
+    @property
+    def tpot_ms(self) -> float:
+        return self.latencies["tpot"][0] if self.latencies["tpot"] else math.nan
 
 
 def compare_runs(runs: Iterable[MeasuredRun], base: Baseline, levers: bool = True,
@@ -187,10 +197,9 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[RunSetup], base
         setups = at_capacity(sheet, setups)
         cols = config_columns(setups)
         model = sheet.evaluate_columns(cols, n)
-        gpus = model["n_gpus"]
-        measured = [_measured(run, setup, gpus[i]) for i, (run, setup) in enumerate(zip(
-            runs, setups, strict=True))]
-        derived = measured_utilisation(sheet, cols, measured)
+        measured = [_measured(run) for run in runs]
+        achieved = achieved_by(sheet, cols, [(m.throughput_key, m.throughput) for m in measured],
+                               [m.tpot_ms for m in measured])
         like = like_for_like(sheet, model, [m.throughput_key for m in measured])
         like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
         predicted, terms = None, {}
@@ -207,11 +216,15 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[RunSetup], base
         if predicted is not None:
             metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
                             if m.metric in predicted else m for m in metrics)
-        mfu, mbu, headroom = (_finite(derived[k][i]) for k in ("mfu", "mbu", "decode_headroom"))
-        found = findings(run, setup, metrics, mbu, headroom, sheet if levers else None,
+        got = {field: _finite(col[i]) for field, col in achieved.items()}
+        found = findings(run, setup, metrics, got["mbu"], got["headroom"],
+                         sheet if levers else None,
                          {c: float(v[i]) for c, v in terms.items() if math.isfinite(v[i])})
-        out.append(Comparison(run, setup, metrics, mfu, mbu, headroom,
-                              _finite(measured[i].output_equivalent), found))
+        out.append(Comparison(
+            run, setup, metrics, got["mfu"], got["mbu"], got["headroom"], got["measured_output"],
+            found, measured_output_per_gpu=got["measured_output_per_gpu"],
+            achieved_flops=got["achieved_flops"],
+            achieved_decode_flops=got["achieved_decode_flops"]))
     return out
 
 
@@ -239,29 +252,7 @@ def _osl_said(setup: RunSetup) -> str:
                                               "the OSL from the scenario options")
 
 
-def in_unit(sheet: Sheet, columns: Mapping[str, np.ndarray], name: str,
-            target: str) -> np.ndarray:
-    """A column of ``evaluate_columns`` (in the cell's declared unit) in ``target``."""
-    factor = unit(sheet.declaration(name).unit).factor / unit(target).factor
-    return np.asarray(columns[name], dtype=float) * factor
-
-
-def measured_utilisation(sheet: Sheet, cols: Mapping[str, np.ndarray],
-                         measured: Sequence[_Measured]) -> dict[str, np.ndarray]:
-    """MFU, MBU (fractions) and decode headroom from the measured numbers, through the graph."""
-    fork = sheet.fork()
-    fork.set("mfu", MFU_FORMULA)
-    fork.set("mbu", MBU_FORMULA)
-    tpot = [m.latencies["tpot"][0] if m.latencies["tpot"] else math.nan for m in measured]
-    itl = np.array(tpot) * unit("ms").factor / unit(sheet.declaration("itl").unit).factor
-    out_tput = np.array([m.output_equivalent for m in measured]) * unit("token/s").factor \
-        / unit(sheet.declaration("throughput").unit).factor
-    values = fork.evaluate_columns({**cols, "itl": itl, "throughput": out_tput}, len(measured))
-    return {"mfu": in_unit(fork, values, "mfu", ""), "mbu": in_unit(fork, values, "mbu", ""),
-            "decode_headroom": in_unit(fork, values, "decode_headroom", "")}
-
-
-def _measured(run: MeasuredRun, setup: RunSetup, gpus: float) -> _Measured:
+def _measured(run: MeasuredRun) -> _Measured:
     latencies = {}
     for metric, (_, _, keys) in LATENCIES.items():
         key = next((k for k in keys if k in run.metrics), None)
@@ -269,12 +260,8 @@ def _measured(run: MeasuredRun, setup: RunSetup, gpus: float) -> _Measured:
             if key else None
     key = next((k for k in _THROUGHPUTS if k in run.metrics), None)
     if key is None:
-        return _Measured(latencies, None, math.nan, "", math.nan)
-    value = run.metrics[key].value
-    share = setup.osl / (setup.isl + setup.osl)  # type: ignore[operator]
-    output = {"output_throughput": value, "total_throughput": value * share,
-              "throughput_per_gpu": value * gpus * share}[key]
-    return _Measured(latencies, key, value, run.metrics[key].definition, output)
+        return _Measured(latencies, None, math.nan, "")
+    return _Measured(latencies, key, run.metrics[key].value, run.metrics[key].definition)
 
 
 def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
@@ -282,13 +269,7 @@ def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
     """The model's TTFT, TPOT and E2EL (ms), and its throughput (token/s) in each run's own
     definition — output, total, or total per GPU — from ``evaluate_columns`` output."""
     out = {metric: in_unit(sheet, values, cell, u) for metric, (cell, u, _) in LATENCIES.items()}
-    output = in_unit(sheet, values, "throughput", "token/s")
-    isl, osl = in_unit(sheet, values, "isl", "token"), in_unit(sheet, values, "osl", "token")
-    with np.errstate(all="ignore"):  # osl or n_gpus 0 → NaN, shown as "model failed"
-        total = output * (isl + osl) / osl
-        per_gpu = total / np.asarray(values["n_gpus"], dtype=float)
-    choices = {"output_throughput": output, "total_throughput": total,
-               "throughput_per_gpu": per_gpu}
+    choices = {key: in_unit(sheet, values, cell, "token/s") for key, cell in MODEL_CELL.items()}
     out["throughput"] = np.array([choices[k][i] if k else math.nan
                                   for i, k in enumerate(throughput_keys)], dtype=float)
     return out

@@ -56,9 +56,7 @@ def curves(sheet: Sheet, x: str, values: np.ndarray,
         out["throughput"] = np.where(capped, in_unit(sheet, held, "throughput_per_gpu",
                                                      "token/s"), out["throughput"])
     out["throughput"] = np.where(batch >= 1, out["throughput"], np.nan)
-    with np.errstate(all="ignore"):
-        out["ceiling"] = in_unit(sheet, cols, "throughput_ceiling", "token/s") / np.asarray(
-            cols["n_gpus"], dtype=float)
+    out["ceiling"] = in_unit(sheet, cols, "throughput_ceiling_per_gpu", "token/s")
     out["kv_limit"] = np.floor(np.asarray(cols["max_concurrency"], dtype=float))
     return out
 
@@ -164,12 +162,13 @@ def _x_of(c: Comparison, x: str) -> float:
     return math.nan if value is None else float(value)
 
 
-def _measured(c: Comparison, metric: str, n_gpus: float, relative: bool) -> float:
+def _measured(c: Comparison, metric: str, relative: bool) -> float:
     m = c.metric(CELLS[metric][2])
     if relative:
         return math.nan if m is None or m.possible is None else 100 * m.possible
     if metric == "throughput":
-        return math.nan if c.measured_output is None else c.measured_output / n_gpus
+        per_gpu = c.measured_output_per_gpu
+        return math.nan if per_gpu is None else per_gpu
     if m is None or m.measured is None:
         return math.nan
     return m.measured / 1000 if metric == "e2e_latency" else m.measured
@@ -195,12 +194,9 @@ def measured_panels(comparisons: Sequence[Comparison], base: Baseline, x: str,
             except PerfgraphError:
                 continue
         sheet, label = sheets[first.group], _label(group, x)
-        cols = config_columns([c.setup for c in group.runs])
-        gpus = sheet.evaluate_columns(cols, len(group.runs))["n_gpus"]
         xs = np.array([_x_of(c, x) for c in group.runs])
         for metric in CELLS:
-            ys = np.array([_measured(c, metric, float(gpus[j]), relative)
-                           for j, c in enumerate(group.runs)])
+            ys = np.array([_measured(c, metric, relative) for c in group.runs])
             panels[metric].append(Series(f"{label} (measured)", xs, ys, "points", color,
                                          style))
         if not relative:
@@ -287,9 +283,10 @@ def measured_roofline_points(comparisons: Sequence[Comparison], base: Baseline,
                              y_unit: str, scenario: Sheet | None = None,
                              ) -> tuple[str | None, list[Series]]:
     """Each run's decode at its decode intensity (the model's, at its configuration), placed
-    by its MBU: achieved FLOP/s = MBU × HBM bandwidth × intensity, of its own hardware, per
-    GPU. MFU counts prefill's FLOPs too, so it has no place at the decode intensity; it is
-    kept as MFU × peak FLOP/s, one series at the run's prefill intensity.
+    by its MBU: the sheet's ``achieved_decode_flops`` (MBU × HBM bandwidth × intensity, of
+    its own hardware, per GPU). MFU counts prefill's FLOPs too, so it has no place at the
+    decode intensity; ``achieved_flops`` (MFU × peak FLOP/s) is one series at the run's
+    prefill intensity.
 
     One roof per accelerator the runs ran on, each its own colour and its runs a lighter
     shade of it; an accelerator whose roof is ``scenario``'s draws no roof of its own (the
@@ -306,13 +303,11 @@ def measured_roofline_points(comparisons: Sequence[Comparison], base: Baseline,
                                       len(group.runs))
         intensity = in_unit(sheet, cols, "decode_intensity", "FLOP/B")
         prefill = in_unit(sheet, cols, "prefill_intensity", "FLOP/B")
-        flops_per_byte = in_unit(sheet, cols, "hbm_bandwidth", "B/s") * intensity
-        peak = in_unit(sheet, cols, "peak_flops", "FLOP/s")
         for j, c in enumerate(group.runs):
-            if c.mbu is not None:
-                at.by_mbu.append((intensity[j], c.mbu * flops_per_byte[j]))
-            if c.mfu is not None:
-                at.by_mfu.append((prefill[j], c.mfu * peak[j]))
+            if c.achieved_decode_flops is not None:
+                at.by_mbu.append((intensity[j], c.achieved_decode_flops))
+            if c.achieved_flops is not None:
+                at.by_mfu.append((prefill[j], c.achieved_flops))
     return _roofs_and_runs(found, 1 / _factor(y_unit), scenario)
 
 

@@ -15,9 +15,7 @@ from collections.abc import Sequence
 
 from perfgraph.engine.numbers import number, quantity
 from perfgraph.measured.comparison import (
-    MBU_FORMULA,
     METRICS,
-    MFU_FORMULA,
     Comparison,
     median_possible,
 )
@@ -87,8 +85,9 @@ def _row(c: Comparison, with_model: bool, with_lengths: bool = False) -> list[st
 COLUMNS = ("run", "model at", *(_HEAD[m] for m in METRICS), "MFU", "MBU")
 CELL_SAYS = ("each metric: measured / {reference} at the run's configuration (% of "
              "possible); model at: TP, batch B, ISL/OSL")
-UTILISATION_SAYS = (f"MFU = {MFU_FORMULA}, MBU = {MBU_FORMULA}, with throughput = the measured "
-                    "output tokens/s and itl = the measured TPOT")
+UTILISATION_SAYS = ("MFU, MBU: the sheet's achieved_mfu and achieved_mbu, with "
+                    "measured_output_throughput = the measured output tokens/s and "
+                    "measured_tpot = the measured TPOT (perfgraph explain achieved_mfu)")
 
 
 def _header(runs: Sequence[Comparison], reference: str) -> tuple[list[str], bool, bool]:

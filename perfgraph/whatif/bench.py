@@ -17,8 +17,9 @@ from perfgraph.errors import InputError
 from perfgraph.scenario import engine_files
 from perfgraph.scenario.engine_files import Bench
 
-#: requests sent: this many times the requests in flight (Little's law: rate × E2E), so that
-#: the ramp at the start and the drain at the end are a small part of the run
+#: requests sent: this many times the requests in flight (the sheet's requests_in_flight,
+#: Little's law: rate × E2E), so that the ramp at the start and the drain at the end are a
+#: small part of the run
 TURNOVERS = 10
 MIN_REQUESTS = 100
 
@@ -35,10 +36,9 @@ class BenchQuestion:
     requests: int
 
 
-def requests_for(rate: float, e2e_ms: float) -> int:
-    """Requests enough for a steady state: TURNOVERS × (rate × E2E) in flight, at least
-    MIN_REQUESTS."""
-    in_flight = rate * e2e_ms / 1000.0
+def requests_for(in_flight: float) -> int:
+    """Requests enough for a steady state: TURNOVERS × the requests in flight (the sheet's
+    ``requests_in_flight``), at least MIN_REQUESTS."""
     return max(MIN_REQUESTS, math.ceil(TURNOVERS * in_flight)) if math.isfinite(in_flight) \
         else MIN_REQUESTS
 

@@ -37,8 +37,8 @@ QUEUE = ("prefill_servers", "prefill_service_time", "prefill_utilisation",
          "prefill_queue_wait", "ttft_served", "ttft_at_rate", "prefill_replicas",
          "prefill_pool_replicas")
 #: The cells a "would not start" reason quotes.
-START = ("model_fits", "engine_starts", "kv_memory", "kv_start_minimum", "kv_replication",
-         "memory_headroom", "startup_outside_budget", "max_context", "max_context_held")
+START = ("model_fits", "engine_starts", "kv_memory", "kv_start_memory", "memory_headroom",
+         "startup_outside_budget", "max_context", "max_context_held")
 def queueing(result: Result) -> bool:
     """Whether TTFT counts the prefill queue: ``plan`` turns it on unless ``--set`` says."""
     return bool(result.sheet is not None and result.sheet.magnitude("prefill_queueing"))
@@ -167,13 +167,12 @@ def start_reason(v: dict[str, float]) -> str:
     values), in the engine's terms; empty where it starts or the weights do not fit."""
     if v["engine_starts"] or not v["model_fits"]:
         return ""
-    need = v["kv_start_minimum"] * v["kv_replication"]
     if v["kv_memory"] <= 0:
         return ("the weights and the engine's start-up reserve leave no memory for the KV "
                 "cache")
-    if v["kv_memory"] < need:
+    if v["kv_memory"] < v["kv_start_memory"]:
         return (f"its KV budget, {number(v['kv_memory'], 3)} GB, is less than the "
-                f"{number(need, 3)} GB the engine needs at start-up (one "
+                f"{number(v['kv_start_memory'], 3)} GB the engine needs at start-up (one "
                 f"{int(v['max_context'])}-token sequence where it checks max_context; the "
                 f"budget holds {int(v['max_context_held'])} tokens)")
     return (f"what it allocates after sizing the KV (CUDA graphs, activations: "

@@ -57,7 +57,8 @@ def question(ans: PlanFound, scenario: Scenario, engine: str) -> bench.BenchQues
     port = deploy.engine_deploy(engine, "--bench")["port"]
     return bench.BenchQuestion(model=launch.hf_id(scenario), url=f"localhost:{port}",
                                isl=round(sheet.magnitude("isl")), osl=round(sheet.magnitude("osl")),
-                               rate=rate, requests=bench.requests_for(rate, ans.best.e2e))
+                               rate=rate,
+                               requests=bench.requests_for(sheet.magnitude("requests_in_flight")))
 
 
 def tool_of(args: argparse.Namespace, engine: str) -> str:

@@ -1,0 +1,103 @@
+"""What a measured run achieved, as sheet cells (``sheets/achieved.toml``): a run's throughput
+pins the cell of its own definition, its TPOT ``measured_tpot``, and the graph derives its
+MFU, MBU and place on the roofline.
+
+Oracle: the seed's worked example (Llama-3 70B FP8, P = 7e10, on 2 × H100 SXM: 1978.9 TFLOP/s
+and 3.35 TB/s a GPU, ISL = OSL = 1024, 64 users, decode step 86.106 GB) against InferenceMAX's
+1k1k H100 TP2 conc-64 row: 2127.2857 total tokens/s per GPU, TPOT 29.0358 ms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfgraph.cli.main import main
+from perfgraph.measured.adapters import read_runs
+from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.setup import Baseline
+from perfgraph.scenario.loading import ScenarioSpec, load
+
+H100_1K = Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8" / "1k1k" / \
+    "H100.json"
+SEED = (("n_params", "7e10"), ("n_active_params", "7e10"), ("kv_bytes", "1"))
+PER_GPU, TPOT = 2127.2857, 29.0358  # the row: total tokens/s per GPU, ms
+STEP_BYTES, PEAK, BW = 86.10612736e9, 1978.9e12, 3.35e12
+
+
+@pytest.fixture()
+def sheet():
+    sheet = load(ScenarioSpec(sets=SEED)).sheet
+    sheet.set("measured_throughput_total_per_gpu", f"{PER_GPU} token/s")
+    sheet.set("measured_tpot", f"{TPOT} ms")
+    return sheet
+
+
+def test_a_per_gpu_total_turns_into_output_tokens_of_the_whole_run(sheet) -> None:
+    # × 2 GPUs × the output share 1024 / (1024 + 1024)
+    assert sheet.magnitude("output_share") == pytest.approx(0.5)
+    assert sheet.magnitude("measured_total_throughput", "token/s") == pytest.approx(2 * PER_GPU)
+    assert sheet.magnitude("measured_output_throughput", "token/s") == pytest.approx(PER_GPU)
+    assert sheet.magnitude("measured_output_throughput_per_gpu", "token/s") == \
+        pytest.approx(PER_GPU / 2)
+
+
+def test_achieved_mfu_and_its_flops_by_hand(sheet) -> None:
+    # 2127.29 output tok/s × 2 (input + output) × 2 × 7e10 FLOP ÷ (2 × 1978.9 TFLOP/s)
+    mfu = PER_GPU * 2 * 2 * 7e10 / (2 * PEAK)
+    assert sheet.magnitude("achieved_mfu", "") == pytest.approx(mfu, rel=1e-9)
+    assert sheet.magnitude("achieved_flops", "FLOP/s") == pytest.approx(mfu * PEAK, rel=1e-9)
+
+
+def test_achieved_mbu_headroom_and_decode_flops_by_hand(sheet) -> None:
+    # 86.106 GB a step ÷ 29.0358 ms ÷ (2 × 3.35 TB/s) = 44.26%
+    mbu = STEP_BYTES / (TPOT * 1e-3) / (2 * BW)
+    assert sheet.magnitude("achieved_mbu", "") == pytest.approx(mbu, rel=1e-9)
+    assert sheet.magnitude("achieved_mbu", "%") == pytest.approx(44.2614, abs=1e-4)
+    assert sheet.magnitude("achieved_decode_headroom") == pytest.approx(1 / mbu, rel=1e-9)
+    # on the roofline: MBU × 3.35 TB/s × the decode intensity (FLOP/B) of one GPU
+    intensity = sheet.magnitude("decode_intensity", "FLOP/B")
+    assert sheet.magnitude("achieved_decode_flops", "FLOP/s") == pytest.approx(
+        mbu * BW * intensity, rel=1e-9)
+
+
+def test_unpinned_the_measured_cells_are_the_models_own() -> None:
+    sheet = load(ScenarioSpec(sets=SEED)).sheet
+    assert sheet.magnitude("measured_output_throughput", "token/s") == pytest.approx(
+        sheet.magnitude("throughput", "token/s"), rel=1e-12)
+    assert sheet.magnitude("measured_tpot", "ms") == sheet.magnitude("itl", "ms")
+    assert sheet.magnitude("throughput_total", "token/s") == pytest.approx(
+        2 * sheet.magnitude("throughput", "token/s"), rel=1e-12)
+
+
+def test_compare_takes_mfu_mbu_and_roofline_points_from_the_cells() -> None:
+    runs = read_runs(H100_1K, overrides={"isl": 1024, "osl": 1024}).runs
+    c = compare_runs(runs, Baseline.from_spec(ScenarioSpec(sets=SEED)))[4]
+    assert (c.setup.tp, c.setup.concurrency) == (2, 64)
+    mfu = PER_GPU * 2 * 2 * 7e10 / (2 * PEAK)
+    mbu = STEP_BYTES / (TPOT * 1e-3) / (2 * BW)
+    assert c.mfu == pytest.approx(mfu, rel=1e-6)
+    assert c.mbu == pytest.approx(mbu, rel=1e-6)
+    assert c.measured_output == pytest.approx(PER_GPU, rel=1e-6)
+    assert c.measured_output_per_gpu == pytest.approx(PER_GPU / 2, rel=1e-6)
+    assert c.achieved_flops == pytest.approx(mfu * PEAK, rel=1e-6)
+    assert c.achieved_decode_flops == pytest.approx(mbu * BW * 104.0576353, rel=1e-6)
+
+
+def test_explain_shows_achieved_mfu_from_the_measured_throughput(capsys) -> None:
+    code = main(["explain", "achieved_mfu", "--set", "n_params=7e10",
+                 "--set", "n_active_params=7e10",
+                 "--set", f"measured_throughput_total_per_gpu={PER_GPU}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "measured_output_throughput * (isl + osl) / osl * flops_per_token" in out
+    assert "measured_output_throughput = 2127 tok/s" in out
+    assert "15.05 %" in out  # 2127.29 × 2 × 1.4e11 ÷ 3.9578e15
+
+
+def test_the_compare_table_names_the_cells_its_mfu_and_mbu_come_from(capsys) -> None:
+    assert main(["compare", str(H100_1K)]) == 0
+    out = capsys.readouterr().out
+    assert "achieved_mfu and achieved_mbu" in out
+    assert "perfgraph explain achieved_mfu" in out
