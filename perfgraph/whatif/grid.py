@@ -72,6 +72,12 @@ def indices(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndar
     return out
 
 
+def axis_stride(axes: Sequence[AnyAxis], name: str) -> int:
+    """Rows between two items of axis ``name`` in the product: its faster axes' sizes."""
+    names = [a.name for a in axes]
+    return math.prod(len(a.values) for a in axes[names.index(name) + 1:])
+
+
 def grid_columns(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndarray]:
     """The axes' cell values for rows ``start:stop`` of their product (last fastest): each
     column spread from its axis's values by runs or a repeated period (:func:`spread`),
