@@ -122,12 +122,15 @@ class Job:
     setup: Setup
     replicas: int
     pools: tuple[int, int] | None = None  # (prefill, decode) replicas: disaggregated
+    #: the prefill pool's scenario where it is not ``spec``'s (a mixed-GPU pair)
+    prefill: ScenarioSpec | None = None
 
     def run(self, sheet: Sheet) -> Run:
         """The deployment, simulated on ``sheet``: one engine, replicas behind the router,
-        or the two pools (each on the candidate's sheet)."""
+        or the two pools (the prefill pool on its own sheet in a mixed pair)."""
         if self.pools is not None:
-            return simulate_disagg(sheet, sheet, self.setup, Pools(*self.pools, ROUTER))
+            prefill = sheet if self.prefill is None else load(self.prefill).sheet
+            return simulate_disagg(sheet, prefill, self.setup, Pools(*self.pools, ROUTER))
         if self.replicas > 1:
             return simulate_replicas(sheet, self.setup, self.replicas, ROUTER)
         return simulate(sheet, self.setup)
@@ -188,8 +191,11 @@ def simulate_line(job: Job) -> str:
     """The ``perfgraph simulate`` options that re-run a job (after its scenario's)."""
     s = job.setup
     budget = f" --token-budget {s.token_budget}" if s.token_budget else ""
-    pools = (f" --disagg --prefill-replicas {job.pools[0]} --decode-replicas {job.pools[1]} "
-             f"--router {ROUTER}" if job.pools is not None else
+    other = job.prefill
+    mixed = (f" --prefill-hardware {other.hardware} --prefill-tp "
+             f"{dict(other.sets).get('tp', '1')}" if other is not None else "")
+    pools = (f" --disagg{mixed} --prefill-replicas {job.pools[0]} --decode-replicas "
+             f"{job.pools[1]} --router {ROUTER}" if job.pools is not None else
              f" --replicas {job.replicas} --router {ROUTER}" if job.replicas > 1 else "")
     return (f"--rate '{s.rate:g} request/s' --requests {s.requests} --seed {s.seed} "
             f"--scheduler {s.scheduler}{budget}{pools}")

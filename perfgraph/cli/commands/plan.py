@@ -15,7 +15,7 @@ from perfgraph.cli.options import (
 )
 from perfgraph.errors import InputError
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import launch, plan_report
+from perfgraph.whatif import launch, plan_pairs, plan_report
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_percentiles_report as pp_report
 from perfgraph.whatif import plan_search as plan
@@ -27,6 +27,9 @@ and concurrency=1..1024 (the batch; rows past what KV holds are searched and ref
 --search NAME=V1,V2,… (sweep's axis syntax, ranges too) replaces an axis or adds one
 (engine=vllm,sglang,trtllm, hardware=, precision=, or any cell: spec_k=0,2,4).
 TTFT counts the prefill queue wait at the rate (prefill_queueing on: M/D/1 per server).
+With disaggregation and two or more accelerators searched, the answer adds the best mixed
+pairs: the prefill pool on one accelerator, the decode pool on another, each priced at its
+own GPU, the KV hand-off at the slower NIC (simulated too with percentile SLOs).
 Exit 0 with a plan; 1 when no candidate meets the SLOs (the SLO out of reach, then the best
 each family reached); 2 on bad input.
 """
@@ -75,7 +78,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioSpec:
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
-    choice = result.choices(int(result.rows[i]))
+    return row_spec(result, int(result.rows[i]), prices_file)
+
+
+def row_spec(result: plan.Result, row: int, prices_file: str | None) -> ScenarioSpec:
+    """The scenario of the search's grid row ``row``."""
+    choice = result.choices(row)
     price = plan.prices(prices_file).get(str(choice["hardware"]), 0.0)
     cells = [(k, _text(v)) for k, v in choice.items()
              if k not in ("engine", "hardware", "precision")]
@@ -124,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     chosen = int(result.order()[0]) if held is None or held.chosen is None else held.chosen
     ans = plan_report.answer(result, args.top, chosen)
+    pairs = _mixed_pairs(result, slos, args, ans)
     if held is not None:
         ans["simulated"] = pp_report.as_json(held, result)
     best = best_spec(result, chosen, args.prices)
@@ -138,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(plan_report.table(ans) if args.format == "table" else plan_report.markdown(ans))
         _print_text(ans, best, held, result, chosen)
+        if pairs:
+            print(pairs)
     if args.launch is not None:
         print(launch.command(engine, best_scenario, _pools(ans)))
     plan_deploy.run(args, ans, best_scenario, engine, _pools(ans), eval_line(best))
@@ -155,6 +166,19 @@ def _print_text(ans: dict, best: ScenarioSpec, held: pp.Held | None, result: pla
         job = next(j for j in held.jobs if j.row == chosen)
         print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
               f"{pp.simulate_line(job)}")
+
+
+def _mixed_pairs(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
+                 args: argparse.Namespace, ans: dict) -> str | None:
+    """The best mixed-GPU prefill/decode pairs, when the question allows them (simulated
+    when there are percentile SLOs), put in ``ans``; their lines for the text answer."""
+    pairs = plan_pairs.pairs(result)
+    if not pairs:
+        return None
+    sims = plan_pairs.simulated(result, pairs, slos, lambda r: row_spec(result, r, args.prices),
+                                args.requests, args.jobs, args.ray) if slos else None
+    ans["mixed_pairs"] = plan_pairs.as_json(result, pairs, sims)
+    return "\n" + plan_pairs.lines(result, pairs, sims)
 
 
 def _question(spec: ScenarioSpec, args: argparse.Namespace,
