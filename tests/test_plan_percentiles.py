@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfgraph.cli.main import main
 from perfgraph.errors import InputError
@@ -57,12 +60,28 @@ def test_the_first_candidate_that_meets_every_slo_is_chosen(monkeypatch):
     assert held.chosen == 1
     none = pp.hold([0], lambda r: False, jobs, slos, candidates=1, workers=1)
     assert none.chosen is None and not none.outcomes[0].meets
-    # one deployment (key) simulated once, at its largest batch: rows 1 and 2 are one
-    # deployment with batches 8 and 64, so 2 stands for both
-    batch = {0: 4.0, 1: 8.0, 2: 64.0, 3: 1.0}
-    held = pp.hold([0, 1, 2], lambda r: False, jobs, slos, candidates=5, workers=1,
-                   key=lambda r: r > 0, batch=batch.__getitem__)
-    assert [o.row for o in held.outcomes] == [0, 2] and held.chosen == 2
+
+
+def test_each_deployment_is_simulated_once_at_its_largest_batch():
+    # rows in rank order: keys 7 (batches 4, 64, 64), 5 (8, 16), 9 (2); a deployment is
+    # simulated once, at its largest batch (the better ranked of a tie), deployments in
+    # the order of their best row
+    key = np.array([7, 5, 7, 9, 5, 7])
+    batch = np.array([4.0, 8.0, 64.0, 2.0, 16.0, 64.0])
+    assert pp.representatives(key, batch, 5).tolist() == [2, 4, 3]
+    assert pp.representatives(key, batch, 2).tolist() == [2, 4]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(1, 5)), min_size=1, max_size=40),
+       st.integers(1, 8))
+def test_representatives_agree_with_grouping_row_by_row(rows, limit):
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for i, (k, b) in enumerate(rows):
+        groups.setdefault(k, []).append((i, b))
+    want = [max(m, key=lambda ib: ib[1])[0] for m in groups.values()][:limit]
+    key, batch = (np.array(c) for c in zip(*rows, strict=True))
+    assert pp.representatives(key, batch.astype(float), limit).tolist() == want
 
 
 def test_the_answer_re_simulates_to_what_it_says(capsys):

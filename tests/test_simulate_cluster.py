@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 
 from perfgraph.cli.main import main
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif.simulate import Setup, simulate
+from perfgraph.whatif.simulate import Setup, link, simulate
 from perfgraph.whatif.simulate.cluster import pool_of, simulate_replicas
-from perfgraph.whatif.simulate.disagg import Pools, hop_times, simulate_disagg
+from perfgraph.whatif.simulate.disagg import Pools, handoffs, hop_times, simulate_disagg
+from perfgraph.whatif.simulate.lengths import Lengths
 from perfgraph.whatif.simulate.requests import Requests
 from perfgraph.whatif.simulate.router import Router
 from perfgraph.whatif.simulate.step_sheet import StepSheet
@@ -123,6 +125,39 @@ def test_a_lone_disaggregated_request_waits_for_prefill_hop_and_first_decode_ste
               + D.time(0, 1, n, 0, D.chunk_pairs(n - 1, 1), 1) + 0.005)
     assert run.engine.reqs.table()["ttft"][0] == pytest.approx(expect, rel=1e-12)
     assert [r.pool for r in run.replicas] == ["prefill", "decode"]
+
+
+@pytest.mark.parametrize(("start", "work", "want"), [
+    ([0.0], [1.0], [1.0]),  # alone: the whole link
+    ([0.0, 0.0], [1.0, 1.0], [2.0, 2.0]),  # together: half each, twice as long
+    ([0.0, 0.5], [1.0, 1.0], [1.5, 2.0]),  # 0.5 s alone, then 0.5 at half, then alone
+    ([0.0, 0.0], [1.0, 3.0], [2.0, 4.0]),  # the short one ends at 2; the long one's 2 left
+    ([0.0, 5.0, math.nan], [1.0, 1.0, 1.0], [1.0, 6.0, math.nan]),  # apart; never started
+])
+def test_transfers_share_the_link_equally(start, work, want) -> None:
+    got = link.shared(np.array(start), np.array(work))
+    assert got == pytest.approx(want, nan_ok=True, rel=1e-12)
+
+
+def test_two_prompts_handed_off_at_once_take_twice_as_long(sheet) -> None:  # noqa: ANN001
+    # two 1024-token prompts arrive together, are prefilled in one step on the one prefill
+    # replica, and leave over its link together: each hand-off takes two hops' time
+    decode = sheet.fork()
+    decode.set("kv_hop_overlap", False)
+    n = 1024
+    given = Lengths(np.array([n, n]), np.array([4, 4]), arrivals=np.array([0.0, 0.0]))
+    run = simulate_disagg(decode, decode, Setup(given=given), Pools())
+    hop = hop_times(decode, decode, np.array([n]))[0]
+    P = D = StepSheet.from_sheet(decode)
+    prefill = P.time(0, 2 * n, 2 * n, 0, 2 * P.chunk_pairs(0, n), 2)
+    last = D.time(0, 2, 2 * n, 0, 2 * D.chunk_pairs(n - 1, 1), 2)
+    ttft = run.engine.reqs.table()["ttft"]
+    assert ttft == pytest.approx([prefill + 2 * hop + last + P.ttft_overhead] * 2, rel=1e-12)
+    # on two prefill replicas, each prompt has its own replica's link: one hop each
+    assert handoffs(np.array([1.0, 1.0]), np.array([0, 1]), np.array([hop, hop])) == \
+        pytest.approx([1.0 + hop] * 2, rel=1e-12)
+    assert handoffs(np.array([1.0, 1.0]), np.array([0, 0]), np.array([hop, hop])) == \
+        pytest.approx([1.0 + 2 * hop] * 2, rel=1e-12)
 
 
 def test_the_hop_runs_at_the_slower_end(sheet) -> None:  # noqa: ANN001

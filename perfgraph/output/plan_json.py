@@ -38,6 +38,8 @@ def found_json(ans: PlanFound) -> dict[str, Any]:
         "best": candidate_json(ans.best), "reasons": list(ans.reasons),
         "frontier": [candidate_json(p) for p in ans.frontier],
         "runners_up": [candidate_json(p) for p in ans.runners_up]}
+    if ans.mixed_pairs is not None:
+        doc["mixed_pairs"] = dict(ans.mixed_pairs)
     if ans.simulated is not None:
         doc["simulated"] = hold_json(ans.simulated)
     if ans.prediction is not None:

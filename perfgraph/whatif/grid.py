@@ -10,7 +10,7 @@ run through the product with the last axis varying fastest.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -70,6 +70,12 @@ def indices(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndar
         out[axis.name] = (rows // stride) % len(axis.values)
         stride *= len(axis.values)
     return out
+
+
+def axis_stride(axes: Sequence[AnyAxis], name: str) -> int:
+    """Rows between two items of axis ``name`` in the product: its faster axes' sizes."""
+    names = [a.name for a in axes]
+    return math.prod(len(a.values) for a in axes[names.index(name) + 1:])
 
 
 def grid_columns(axes: Sequence[AnyAxis], start: int, stop: int) -> dict[str, np.ndarray]:
@@ -188,16 +194,26 @@ def broadcasts(sheet: Sheet, axes: Sequence[AnyAxis], only: Collection[str]) -> 
 
 
 def evaluate_box(sheet: Sheet, axes: Sequence[AnyAxis], start: int, stop: int,
-                 only: Collection[str], shaped: bool) -> dict[str, np.ndarray]:
+                 only: Collection[str], shaped: bool,
+                 cap: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
     """Rows ``start:stop`` (a box of :func:`box_spans`) on ``sheet``: each cell of ``only``
     as a flat column, as ``evaluate_columns(grid_columns(…))`` gives it. ``shaped``: over the
     box's N-D grid, each cell computed once per combination of the axes it depends on (a
-    cell of the accelerator alone once per accelerator, not once per row)."""
+    cell of the accelerator alone once per accelerator, not once per row). ``cap``: an
+    axis column held at or below a value (a link no faster than the other end's)."""
     n = stop - start
     if not shaped:
-        return sheet.evaluate_columns(grid_columns(axes, start, stop), n, only)
+        return sheet.evaluate_columns(_capped(grid_columns(axes, start, stop), cap), n, only)
     shape, columns = box_columns(axes, start, stop)
-    out = sheet.evaluate_columns(columns, n, only)
+    out = sheet.evaluate_columns(_capped(columns, cap), n, only)
     return {name: (np.broadcast_to(v, shape).reshape(-1) if v.ndim == len(shape)
                    else np.broadcast_to(v.reshape(-1)[:1], (n,)))  # a constant: 1-D, 0-stride
             for name, v in out.items()}
+
+
+def _capped(columns: dict[str, np.ndarray], cap: Mapping[str, float] | None,
+            ) -> dict[str, np.ndarray]:
+    for name, most in (cap or {}).items():
+        if name in columns:
+            columns[name] = np.minimum(columns[name], most)
+    return columns

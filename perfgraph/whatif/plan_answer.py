@@ -243,6 +243,8 @@ class PlanFound:
     simulated: HoldReport | None = None
     prediction: str | None = None  # roofline or calibrated
     benchmark: PlanBenchmark | None = None
+    #: mixed-GPU prefill/decode pairs listed beside the plan (whatif/plan_pairs' document)
+    mixed_pairs: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load
+from perfgraph.whatif import grid
 from perfgraph.whatif.plan_answer import HoldReport, SimulatedCandidate
 from perfgraph.whatif.plan_question import parse_slo
 from perfgraph.whatif.plan_search import Result
@@ -119,12 +122,15 @@ class Job:
     setup: Setup
     replicas: int
     pools: tuple[int, int] | None = None  # (prefill, decode) replicas: disaggregated
+    #: the prefill pool's scenario where it is not ``spec``'s (a mixed-GPU pair)
+    prefill: ScenarioSpec | None = None
 
     def run(self, sheet: Sheet) -> Run:
         """The deployment, simulated on ``sheet``: one engine, replicas behind the router,
-        or the two pools (each on the candidate's sheet)."""
+        or the two pools (the prefill pool on its own sheet in a mixed pair)."""
         if self.pools is not None:
-            return simulate_disagg(sheet, sheet, self.setup, Pools(*self.pools, ROUTER))
+            prefill = sheet if self.prefill is None else load(self.prefill).sheet
+            return simulate_disagg(sheet, prefill, self.setup, Pools(*self.pools, ROUTER))
         if self.replicas > 1:
             return simulate_replicas(sheet, self.setup, self.replicas, ROUTER)
         return simulate(sheet, self.setup)
@@ -186,8 +192,11 @@ def simulate_line(job: Job) -> str:
     """The ``perfgraph simulate`` options that re-run a job (after its scenario's)."""
     s = job.setup
     budget = f" --token-budget {s.token_budget}" if s.token_budget else ""
-    pools = (f" --disagg --prefill-replicas {job.pools[0]} --decode-replicas {job.pools[1]} "
-             f"--router {ROUTER}" if job.pools is not None else
+    other = job.prefill
+    mixed = (f" --prefill-hardware {other.hardware} --prefill-tp "
+             f"{dict(other.sets).get('tp', '1')}" if other is not None else "")
+    pools = (f" --disagg{mixed} --prefill-replicas {job.pools[0]} --decode-replicas "
+             f"{job.pools[1]} --router {ROUTER}" if job.pools is not None else
              f" --replicas {job.replicas} --router {ROUTER}" if job.replicas > 1 else "")
     return (f"--rate '{s.rate:g} request/s' --requests {s.requests} --seed {s.seed} "
             f"--scheduler {s.scheduler}{budget}{pools}")
@@ -241,34 +250,51 @@ class Held:
 def hold(rows: Sequence[int], disaggregated: Callable[[int], bool],
          make_jobs: Callable[[Sequence[int]], list[Job]], slos: tuple[PercentileSlo, ...],
          candidates: int = DEFAULT_CANDIDATES, workers: int | None = None,
-         ray_address: str | None = None, key: Callable[[int], object] | None = None,
-         batch: Callable[[int], float] | None = None) -> Held:
+         ray_address: str | None = None) -> Held:
     """Simulate up to ``candidates`` of ``rows`` (best first) and choose the first that meets
-    every percentile SLO.
-
-    With ``key`` (a deployment: everything but its batch), each deployment is simulated once,
-    in the order of its best row, at the largest ``batch`` any of its rows has: the rows of
-    one deployment cost the same, and a larger batch cap is headroom for the bursts a p99
-    sees (the search already held its mean latencies at that batch)."""
+    every percentile SLO."""
     if candidates < 1:
         raise InputError(f"--simulate {candidates}: expected 1 or more candidates",
                          name="--simulate")
-    groups: dict[object, list[int]] = {}
-    for r in rows:
-        groups.setdefault(key(r) if key is not None else r, []).append(r)
     picked: list[int] = []
     skipped = 0
-    for members in groups.values():
+    for r in rows:
         if len(picked) == candidates:
             break
-        if disaggregated(members[0]):
+        if disaggregated(r):
             skipped += 1
             continue
-        picked.append(max(members, key=batch) if batch is not None else members[0])
+        picked.append(r)
     jobs = make_jobs(picked)
     outcomes = run_jobs(jobs, slos, workers, ray_address)
     best = next((o.row for o in outcomes if o.meets), None)
     return Held(best, tuple(outcomes), skipped, slos, tuple(jobs))
+
+
+def representatives(key: np.ndarray, batch: np.ndarray, limit: int) -> np.ndarray:
+    """Of rows in rank order (0 the best), each deployment's (rows of one ``key``) row at its
+    largest ``batch`` (the better ranked on a tie), for the ``limit`` deployments whose best
+    rows rank first, in that order: positions in the given order.
+
+    The rows of one deployment cost the same, and a larger batch cap is headroom for the
+    bursts a p99 sees (the search already held its mean latencies at that batch). Columns,
+    not a loop a row: a search keeps millions of feasible rows."""
+    n = len(key)
+    seen = min(n, 4 * limit)  # a prefix long enough to hold ``limit`` deployments
+    while True:
+        firsts = np.sort(np.unique(key[:seen], return_index=True)[1])
+        if len(firsts) >= limit or seen == n:
+            break
+        seen = min(n, 4 * seen)
+    firsts = firsts[:limit]
+    chosen = np.sort(key[firsts])
+    at = np.minimum(np.searchsorted(chosen, key), len(chosen) - 1)
+    members = np.flatnonzero(chosen[at] == key)  # in rank order
+    by_key = members[np.lexsort((-batch[members], key[members]))]  # stable: rank on ties
+    ordered = key[by_key]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    best = np.minimum.reduceat(by_key, starts) if len(starts) else starts
+    return by_key[starts][np.argsort(best, kind="stable")]
 
 
 def hold_plan(result: Result, slos: tuple[PercentileSlo, ...],
@@ -296,14 +322,13 @@ def hold_plan(result: Result, slos: tuple[PercentileSlo, ...],
         sheet = result.sheet_at(int(result.rows[i]))
         return max(1, int(sheet.magnitude("max_num_batched_tokens", "token")))
 
-    def deployment(i: int) -> tuple:
-        return (*(v for k, v in choice(i).items() if k != "concurrency"), replicas_of(i))
-
-    return hold([int(i) for i in result.order()], lambda _: False,  # both kinds run
+    order = result.order()
+    key, batch = _deployments(result)
+    picked = order[representatives(key[order], batch[order], candidates)]
+    return hold([int(i) for i in picked], lambda _: False,  # both kinds run
                 lambda rows: jobs_for(rows, spec_of, replicas_of, result.question.rate,
                                       requests, budget_of, pools_of=pools_of),
-                slos, candidates, workers, ray_address, key=deployment,
-                batch=lambda i: float(choice(i)["concurrency"]))
+                slos, candidates, workers, ray_address)
 
 
 def hold_report(held: Held, result: Result) -> HoldReport:
@@ -321,3 +346,17 @@ def _describe(result: Result, row: int) -> str:
     return (f"{c['engine']} {c['hardware']} {c['precision']} TP{c.get('tp', 1):g} "
             f"PP{c.get('pp', 1):g} batch {c.get('concurrency', 0):g} × "
             f"{int(result.values['deployment_replicas'][row])} replicas")
+
+
+def _deployments(result: Result) -> tuple[np.ndarray, np.ndarray]:
+    """Per feasible row: a number naming its deployment (its grid row with the batch axis at
+    its first item, and its replicas) and its batch (``concurrency``)."""
+    rows = np.asarray(result.rows, dtype=np.int64)
+    replicas = np.asarray(result.values["deployment_replicas"]).astype(np.int64)
+    axis = next((a for a in result.axes if a.name == "concurrency"), None)
+    if axis is None:  # a pinned batch: each row is its own deployment
+        return rows, np.zeros(len(rows))
+    stride = grid.axis_stride(result.axes, "concurrency")
+    item = (rows // stride) % len(axis.values)
+    span = int(replicas.max(initial=0)) + 1
+    return (rows - item * stride) * span + replicas, np.asarray(axis.values, dtype=float)[item]

@@ -16,7 +16,7 @@ from perfgraph.errors import InputError
 from perfgraph.output import plan_json, plan_text
 from perfgraph.output.parquet import write_plans
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import launch, plan_report
+from perfgraph.whatif import launch, plan_pairs, plan_report
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_search as plan
 from perfgraph.whatif.plan_answer import PlanFound
@@ -28,6 +28,9 @@ and concurrency=1..1024 (the batch; rows past what KV holds are searched and ref
 --search NAME=V1,V2,… (sweep's axis syntax, ranges too) replaces an axis or adds one
 (engine=vllm,sglang,trtllm, hardware=, precision=, or any cell: spec_k=0,2,4).
 TTFT counts the prefill queue wait at the rate (prefill_queueing on: M/D/1 per server).
+With disaggregation and two or more accelerators searched, the answer adds the best mixed
+pairs: the prefill pool on one accelerator, the decode pool on another, each priced at its
+own GPU, the KV hand-off at the slower NIC (simulated too with percentile SLOs).
 Exit 0 with a plan; 1 when no candidate meets the SLOs (the SLO out of reach, then the best
 each family reached); 2 on bad input.
 """
@@ -78,11 +81,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def best_spec(result: plan.Result, i: int, prices_file: str | None) -> ScenarioSpec:
     """The scenario of feasible row ``i``: what ``perfgraph eval`` re-checks."""
-    p = plan_report.candidate(result, i)
-    price = plan.prices(prices_file).get(p.hardware, 0.0)
+    return row_spec(result, int(result.rows[i]), prices_file)
+
+
+def row_spec(result: plan.Result, row: int, prices_file: str | None) -> ScenarioSpec:
+    """The scenario of the search's grid row ``row``."""
+    choice = result.choices(row)
+    price = plan.prices(prices_file).get(str(choice["hardware"]), 0.0)
     pinned = {n for n, _ in result.spec.sets}  # already there, as the user set them
-    cells = [(k, _text(v)) for k, v in p.cells if k not in pinned]
-    return replace(result.spec, hardware=p.hardware, precision=p.precision, engine=p.engine,
+    cells = [(k, _text(v)) for k, v in choice.items()
+             if k not in ("engine", "hardware", "precision") and k not in pinned]
+    return replace(result.spec, hardware=str(choice["hardware"]),
+                   precision=str(choice["precision"]), engine=str(choice["engine"]),
                    sets=(*result.spec.sets, *cells, ("gpu_hour_price", _text(price))))
 
 
@@ -123,11 +133,12 @@ def run(args: argparse.Namespace) -> int:
               else plan_text.no_plan(none))
         return 1
     chosen = int(result.order()[0]) if held is None or held.chosen is None else held.chosen
+    pairs, pair_lines = _mixed_pairs(result, slos, args)
     best = best_spec(result, chosen, args.prices)
     best_scenario = load(best)
     # the best plan's label: roofline or calibrated
     ans = replace(plan_report.answer(result, args.top, chosen), simulated=report,
-                  prediction=best_scenario.prediction)
+                  prediction=best_scenario.prediction, mixed_pairs=pairs)
     if args.out:
         write_plans(args.out, result)
     engine = args.launch or str(best.engine)
@@ -137,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(plan_text.table(ans) if args.format == "table" else plan_text.markdown(ans))
         _print_text(ans, best, held, chosen)
+        if pair_lines:
+            print(pair_lines)
     if args.launch is not None:
         print(launch.command(engine, best_scenario, ans.best.pools))
     plan_deploy.run(args, ans, best_scenario, engine, eval_line(best))
@@ -153,6 +166,18 @@ def _print_text(ans: PlanFound, best: ScenarioSpec, held: pp.Held | None, chosen
         job = next(j for j in held.jobs if j.row == chosen)
         print(f"re-simulate it: {eval_line(best).replace('eval', 'simulate', 1)} "
               f"{pp.simulate_line(job)}")
+
+
+def _mixed_pairs(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
+                 args: argparse.Namespace) -> tuple[dict[str, object] | None, str | None]:
+    """The best mixed-GPU prefill/decode pairs, when the question allows them (simulated
+    when there are percentile SLOs): the answer's ``mixed_pairs`` and the text answer's lines."""
+    pairs = plan_pairs.pairs(result)
+    if not pairs:
+        return None, None
+    sims = plan_pairs.simulated(result, pairs, slos, lambda r: row_spec(result, r, args.prices),
+                                args.requests, args.jobs, args.ray) if slos else None
+    return plan_pairs.as_json(result, pairs, sims), "\n" + plan_pairs.lines(result, pairs, sims)
 
 
 def _question(spec: ScenarioSpec, args: argparse.Namespace,

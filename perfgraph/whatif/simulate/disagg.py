@@ -12,7 +12,11 @@ sheets), its router its own queue of requests. A request goes through three stag
    ``isl`` = the prompt's length (``kv_transfer_bytes`` over ``network_bandwidth``, or the
    GPU link with ``disagg_same_node``; with ``kv_hop_overlap`` only what the layer-by-layer
    send lags the prefill by). The link runs at the slower end's bandwidth: the prefill
-   sheet's, or the decode sheet's where that is lower. Transfers do not contend.
+   sheet's, or the decode sheet's where that is lower. The hand-offs leaving one prefill
+   replica share its link (:mod:`.link`: processor sharing, each of ``n`` under way at 1/n
+   of the bandwidth): what each needs of the link is the sheet's time, the queueing on it
+   the simulation's. With ``kv_hop_overlap`` only the exposed part contends (what the
+   layer-by-layer send still has to move when the prefill ends).
 3. The decode pool's router sends it to a decode replica, where it arrives holding its
    whole prompt's KV but the last token: that replica computes the last token in its next
    step (its logits give the first token, as vLLM's KV connector leaves the decode side
@@ -33,7 +37,7 @@ import numpy as np
 from perfgraph.engine.fused import fuse
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
-from perfgraph.whatif.simulate import Run, Setup, requests_of
+from perfgraph.whatif.simulate import Run, Setup, link, requests_of
 from perfgraph.whatif.simulate.cluster import (
     check_pool,
     pool_of,
@@ -76,6 +80,17 @@ def hop_times(prefill: Sheet, decode: Sheet, isl: np.ndarray) -> np.ndarray:
     return np.broadcast_to(np.asarray(out, dtype=np.float64), isl.shape).copy()
 
 
+def handoffs(ready: np.ndarray, placed: np.ndarray, hop: np.ndarray) -> np.ndarray:
+    """When each prompt's KV reaches the decode pool: its hand-off, ready at ``ready`` (s;
+    NaN: never prefilled), needs ``hop`` s of its prefill replica's link (``placed``), which
+    the hand-offs leaving that replica share."""
+    out = np.full(len(ready), np.nan)
+    for j in np.unique(placed[placed >= 0]):
+        mine = np.flatnonzero(placed == j)
+        out[mine] = link.shared(ready[mine], hop[mine])
+    return out
+
+
 def simulate_disagg(decode: Sheet, prefill: Sheet, setup: Setup, pools: Pools,
                     progress: Callable[[int], None] | None = None) -> Run:
     """``perfgraph simulate --disagg``: the open loop's requests through the prefill pool
@@ -98,7 +113,8 @@ def simulate_disagg(decode: Sheet, prefill: Sheet, setup: Setup, pools: Pools,
     for e in d_pool.engines:
         e.given = given
     reqs.dropped = list(first.dropped)  # a prompt no prefill replica could hold
-    handed = np.asarray(first.t_end) + hop_times(prefill, decode, length.isl)
+    handed = handoffs(np.asarray(first.t_end), p_pool.placed,
+                      hop_times(prefill, decode, length.isl))
     if complete:
         complete = d_pool.serve(handed, progress)
     run = pooled([p_pool, d_pool], setup, length, rate, complete, reqs)
