@@ -86,7 +86,7 @@ def test_a_pair_is_simulated_on_its_two_sheets(result) -> None:  # noqa: ANN001
     decode, prefill = load(spec_of(best.decode.row)).sheet, load(spec_of(best.prefill.row)).sheet
     run = simulate_disagg(decode, prefill, job.setup,
                           Pools(best.prefill.replicas, best.decode.replicas, pp.ROUTER))
-    want = summarise(run, decode)["latency"]["ttft"][1]["p99"]
+    want = summarise(run, decode).latency.ttft.p99
     assert got.values["ttft.p99"] == pytest.approx(want) and got.meets
     assert f"--disagg --prefill-hardware {best.prefill_hardware} --prefill-tp" in \
         pp.simulate_line(job)
