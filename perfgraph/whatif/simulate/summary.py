@@ -55,21 +55,20 @@ def summarise(run: Run, sheet: Sheet) -> dict[str, Any]:
     e, t = run.engine, run.engine.reqs.table()
     steps = e.log.arrays()
     w = run.warmup
-    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= w)
-    t0, t1 = _window(t, w, steps)
+    ended, in_window, t0, t1 = _ended(t, w, steps)
     span = t1 - t0
-    in_window = ended & (t["end"] > t0) & (t["end"] <= t1)
+    sampled, step_sampled = _steady(ended, in_window, steps, t0, t1)
     slo_ttft, slo_itl = sheet.magnitude("ttft_slo", "s"), sheet.magnitude("itl_slo", "s")
     good = in_window & (t["ttft"] <= slo_ttft) & (t["tpot"] <= slo_itl) | (
         in_window & (t["osl"] <= 1) & (t["ttft"] <= slo_ttft))
     sel = (steps["end"] > t0) & (steps["end"] <= t1)
     out_tokens = float(steps["tokens"][sel].sum())
-    measured = ended.sum()
+    measured = sampled.sum()
     ratio = float((t["isl"][ended] + t["osl"][ended]).sum() / max(t["osl"][ended].sum(), 1))
     overload = _overload(run, t, t0, t1, in_window)
     n = int(measured)
     latency = {k: (UNITS[k], stats(v, weights, SCALES[k], n))
-               for k, (v, weights) in _samples(run, t, steps, ended, t0).items()}
+               for k, (v, weights) in _samples(run, t, steps, sampled, step_sampled).items()}
     if overload:
         for k in ("ttft", "e2e"):
             latency[k] = (latency[k][0], dict.fromkeys(latency[k][1]))
@@ -101,17 +100,41 @@ SCALES = {"ttft": 1e3, "tpot": 1e3, "itl": 1e3, "e2e": 1.0}
 
 def latency_samples(run: Run) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """The samples (in seconds) the summary's latencies are taken over, with their weights
-    (None: one per request): TTFT, TPOT and E2E of each request past the warm-up that ended;
-    ITL of each step in the window, weighted by its decodes, and each preempted gap."""
+    (None: one per request): TTFT, TPOT and E2E of each request that ended in the window;
+    ITL of each step in the window, weighted by its decodes, and each preempted gap (see
+    :func:`_steady`)."""
     t, steps = run.engine.reqs.table(), run.engine.log.arrays()
-    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= run.warmup)
-    return _samples(run, t, steps, ended, _window(t, run.warmup, steps)[0])
+    ended, in_window, t0, t1 = _ended(t, run.warmup, steps)
+    return _samples(run, t, steps, *_steady(ended, in_window, steps, t0, t1))
+
+
+def _ended(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
+           ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The requests past the warm-up that ended, those of them that ended in the window, and
+    the window (from the warm-up's last arrival to the last arrival)."""
+    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= w)
+    t0, t1 = _window(t, w, steps)
+    return ended, ended & (t["end"] > t0) & (t["end"] <= t1), t0, t1
+
+
+def _steady(ended: np.ndarray, in_window: np.ndarray, steps: dict[str, np.ndarray],
+            t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests and steps the latencies are taken over: those that ended in the window,
+    as the throughput is. Before it the warm-up fills the batch; after the last arrival no
+    request replaces one that ends, the batch drains, and its steps are quicker than the
+    steady state's (an MoE's fewer tokens touch fewer experts: a closed loop's last requests
+    had TPOTs 20% short of the others'). A run too short to end any request in its window
+    takes every request past the warm-up that ended, and every step after it, as before."""
+    after = steps["end"] > t0
+    if not in_window.any():
+        return ended, after
+    return in_window, after & (steps["end"] <= t1)
 
 
 def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
-             ended: np.ndarray, t0: float) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+             ended: np.ndarray, after: np.ndarray,
+             ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
-    after = steps["end"] > t0
     itl, weights = step_gaps(steps)[after], steps["decodes"][after]
     accepted = run.engine.log.accepted()
     if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
