@@ -2,7 +2,9 @@
 
 Requests before ``warmup`` are left out. Rates are over the window from the first measured
 arrival to the last arrival (the steady part: no ramp, no drain; the whole run when every
-request arrives at once). ITL is every decode token's gap: its step's duration (plus any
+request arrives at once), and so are the latencies: of the requests that end in it, and of
+its steps (a run too short to end one there takes every measured request). ITL is every
+decode token's gap: its step's duration (plus any
 change in how far the API server's loop lags, :mod:`.frontend`), weighted by the step's
 decodes, plus the longer gaps of preempted requests. Under speculative decoding a step gives
 a decode its tokens gained as one chunk; as SGLang's bench_serving counts it, the chunk's
