@@ -9,7 +9,7 @@ Textual app.
 * dashboard: a process that imports what ``perfgraph tui`` imports, loads the default
   scenario, builds the dashboard and runs it headless (Textual's Pilot) until its first
   screen is painted, then exits; against a process that does the same with a bare Textual app
-  (a header, a DataTable of as many rows as the dashboard's default scenario shows, 436,
+  (a header, a DataTable of as many rows as the dashboard's default scenario shows, 453,
   and a footer).
 
 Prints figures, asserts nothing: speed is measured here, not in the tests.
@@ -20,9 +20,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,7 +60,7 @@ class Bare(App):
         table = self.query_one(DataTable)
         for key in ("cell", "value", "delta", "mark"):
             table.add_column(key, key=key)
-        for i in range(436):
+        for i in range(453):
             table.add_row(f"cell_{i}", "1.000 ms", "", "")
 
 async def first_paint():
@@ -69,10 +71,17 @@ asyncio.run(first_paint())
 """
 
 
+#: Byte-code as an installed package has it (pip compiles it; a checkout writes it on the first
+#: run), in a folder of this run's own: with PYTHONDONTWRITEBYTECODE set, perfgraph's modules
+#: would be compiled from source in every run while NumPy and Textual load theirs.
+PYCACHE = tempfile.mkdtemp(prefix="perfgraph-bench-pyc-")
+
+
 def seconds(code: str, *args: str) -> tuple[float, float]:
     """(wall, CPU) seconds of a fresh ``python -c code args…`` run from the checkout. The CPU
     time (user + system) is the steadier on a shared machine: waiting for a core is not in it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": PYCACHE}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, check=True,
@@ -99,15 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = {"numpy": (NUMPY,), "help": (HELP, "--help"), "bare": (BARE,),
             "dashboard": (DASHBOARD,)}
-    for command in runs.values():  # warm the file caches
-        seconds(*command)
-    wall: dict[str, list[float]] = {name: [] for name in runs}
-    cpu: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(args.rounds):  # alternated: a load that drifts hits both sides alike
-        for name, command in runs.items():
-            w, c = seconds(*command)
-            wall[name].append(w)
-            cpu[name].append(c)
+    try:
+        wall, cpu = _measure(runs, args.rounds)
+    finally:
+        shutil.rmtree(PYCACHE, ignore_errors=True)
     print(f"python {sys.version.split()[0]}; {args.rounds} rounds; load "
           f"{os.getloadavg()[0]:.1f}")
     for kind, times in (("wall", wall), ("CPU", cpu)):
@@ -117,6 +121,21 @@ def main(argv: list[str] | None = None) -> int:
                    "≤ 2×"))
     return 0
 
+
+def _measure(runs: dict[str, tuple[str, ...]], rounds: int
+             ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each command once to warm the caches (and write its byte-code), then ``rounds`` times,
+    alternated: a load that drifts hits every command alike."""
+    for command in runs.values():
+        seconds(*command)
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, command in runs.items():
+            w, c = seconds(*command)
+            wall[name].append(w)
+            cpu[name].append(c)
+    return wall, cpu
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -57,6 +57,34 @@ def test_the_probe_sees_textual_when_the_dashboard_is_imported() -> None:
     assert imports_textual("import perfgraph.tui.app")
 
 
+PAINT = """
+import asyncio, sys
+from perfgraph import load
+from perfgraph.tui.app import make_app
+
+def heavy():
+    print([m for m in ("numpy", "plotext") if m in sys.modules])
+
+async def paint():
+    async with make_app(load()).run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        heavy()
+        await pilot.press("2")
+        await pilot.pause()
+        heavy()
+
+asyncio.run(paint())
+"""
+
+
+def test_the_dashboards_first_paint_imports_neither_numpy_nor_plotext() -> None:
+    """The cells and the explain view need neither (each is start-up time); the roofline
+    view, once shown, needs both."""
+    result = subprocess.run([sys.executable, "-c", PAINT], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "['numpy', 'plotext']"]
+
+
 def test_the_command_list_imports_no_command() -> None:
     """``perfgraph --help`` lists the commands from the table in ``perfgraph.cli.main``:
     no command's module, and none of NumPy, Polars, Pint or NetworkX, is imported for it."""

@@ -1,7 +1,8 @@
 """The simulator's token budget: where the sheet models the engine's chunking (the realistic
 terms, ``prefill_rides_decode_step``), a step carries the running decodes and then prompt
 chunks up to ``max_num_batched_tokens``, as vLLM's scheduler fills it and as the sheet's
-``ttft_prefill_chunks`` counts; in the seed's idealised scheduler it keeps ``chunk_size``."""
+``ttft_prefill_chunks`` counts; in the seed's idealised scheduler it keeps ``chunk_size``
+while that keeps up with the batch's prompts (``roofline_chunk_tokens``)."""
 
 from __future__ import annotations
 
@@ -123,3 +124,33 @@ def test_v0_pipeline_steps_carry_one_budget_per_virtual_engine() -> None:
     # two prompts side by side: both first tokens come with the 4th step (4 × 2048 = 8192)
     assert t["first_token"][0] == pytest.approx(t["first_token"][1])
     assert t["first_token"][0] == pytest.approx(steps["end"][3] + run.model.ttft_overhead)
+
+
+def test_the_roofline_chunk_is_the_seeds_until_the_batch_outruns_it() -> None:
+    """Beside decodes the seed's scheduler takes chunk_size, threshold − B (231.4 tokens at
+    the default 64 users, above the 64 × 1024 ÷ 1024 = 64 its prompts need a step); at 200
+    users threshold − B is 95.4, under the 200 needed, and at 512 it is none: the engine's
+    budget then, 8192 − B."""
+    chunk = {}
+    for users in (64, 200, 512):
+        sheet = load(ScenarioSpec(sets=(parse_set(f"concurrency={users}"),))).sheet
+        chunk[users] = sheet.magnitude("roofline_chunk_tokens", "token")
+        if users == 64:
+            assert chunk[64] == pytest.approx(sheet.magnitude("chunk_size", "token"))
+            threshold = sheet.magnitude("compute_bound_threshold", "token")
+    assert chunk[64] == pytest.approx(threshold - 64)
+    assert threshold - 200 < 200
+    assert (chunk[200], chunk[512]) == (8192 - 200, 8192 - 512)
+    assert policy("vllm", sheet, None, 512).with_decodes == 8192 - 512
+
+
+def test_a_roofline_batch_past_the_threshold_stays_full() -> None:
+    """320 users of 256/256 on one H100 (threshold 295 tokens): the seed's chunk is none, and
+    a step of 1 prompt token beside the decodes left the batch to drain to a few sequences;
+    with the engine's budget beside them it holds (≥ 95% of the users, no preemption)."""
+    sets = ("tp=1", "concurrency=320", "isl=256", "osl=256")
+    sheet = load(ScenarioSpec(model="llama-3.1-8b", hardware="h100-sxm", precision="fp8",
+                              sets=tuple(parse_set(s) for s in sets))).sheet
+    assert sheet.magnitude("chunk_size", "token") == 0
+    s = summarise(simulate(sheet, Setup(users=320, requests=1280)), sheet)
+    assert s["preemptions"] == 0 and s["batch"]["mean"] >= 0.95 * 320

@@ -123,8 +123,8 @@ def test_with_mtp_models_and_parallelisms_agree_with_the_sheet(model: str,
                                                                parallelism: str) -> None:
     # k = 2 drafts from one MTP layer at α = 0.8, in the sheet's steady state (as
     # test_simulate_steady). Measured over the whole catalog × three parallelisms when this
-    # was written: within 0.9% of the sheet's TPOT and throughput, except Llama 4 Maverick
-    # under TP with PP (−1.3% TPOT), which is −1.4% without speculation too
+    # was written: within 0.9% of the sheet's TPOT and throughput (Llama 4 Maverick under TP
+    # with PP the furthest, −0.8% TPOT, as without speculation)
     sets = (("spec_k", "2"), ("spec_alpha", "0.8"), ("spec_draft_layers", "1"))
     sheet = load(ScenarioSpec(model=model, hardware="b200", precision="fp8",
                               sets=PARALLELISMS[parallelism] + STEADY_SETS + sets)).sheet

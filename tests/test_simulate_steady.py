@@ -4,15 +4,15 @@ A closed loop of the sheet's concurrency, fixed lengths (the workload's 1k/1k), 
 the decode steps timed apart as the simulated vLLM schedules them (``prefill_in_step``,
 ``prefill_chunk_steps``): for any catalog model on TP only, TP with PP, or EP with DP
 attention, the simulated output throughput and mean TPOT agree with the sheet's
-``throughput`` and ``itl`` within 1%. (Measured over the whole catalog when this was
-written: 0.5% at most, the MLA and sparse-MoE models the furthest; a few hundred requests
-are not yet steady, hence 2,048.)
+``throughput`` and ``itl`` within 1%. Measured over the whole catalog × the three
+parallelisms when this was written: 0.5% at most, but for Llama 4 Maverick at TP4 × PP2,
+TPOT 0.8% under the sheet's (two users' prompts, locked in phase by the fixed lengths,
+share a step now and then: the sheet counts two chunk steps where the run has one).
 
-One exception, by mechanism: a sparse MoE under PP, where each microbatch reads the experts
-its own tokens touch. 1 − (1 − k/E)^T is concave in T, and the sheet evaluates it at the mean
-step's tokens where the simulation evaluates each step's own, so the simulated mean step is
-shorter (Jensen): Llama 4 Maverick (top 1 of 128) at TP4 × PP2 has TPOT 1.4% below the
-sheet's. Such a case is held to 2%; the examples are drawn the same way every run.
+Both are taken in the run's steady window: the summary's TPOT once counted the last
+requests too, which end while the batch drains and, on a sparse MoE, touch few experts a
+step (Maverick's were 20% shorter), and read 1.4% under the sheet. A few hundred requests
+are not yet steady, hence 2,048.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ STEADY = (("prefill_in_step", "true"), ("prefill_chunk_steps", "true"))
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(st.sampled_from(catalog_names("model")), st.sampled_from(sorted(PARALLELISMS)))
-@example(model="llama-4-maverick", parallelism="tp+pp")  # the concave case named above
+@example(model="llama-4-maverick", parallelism="tp+pp")  # the furthest, named above
 def test_closed_loop_throughput_and_tpot_are_the_sheets(model: str, parallelism: str) -> None:
     sheet = load(ScenarioSpec(model=model, hardware="b200", precision="fp8",
                               sets=PARALLELISMS[parallelism] + STEADY)).sheet
@@ -47,6 +47,4 @@ def test_closed_loop_throughput_and_tpot_are_the_sheets(model: str, parallelism:
     s = summarise(run, sheet)
     assert run.complete and s.preemptions == 0
     assert s.output_throughput == pytest.approx(sheet.magnitude("throughput"), rel=0.01)
-    jensen = sheet.magnitude("pp") > 1 and sheet.magnitude("n_routed_experts") > 0
-    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"),
-                                                            rel=0.02 if jensen else 0.01)
+    assert s.latency.tpot.mean == pytest.approx(sheet.magnitude("itl"), rel=0.01)

@@ -17,8 +17,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from perfgraph.engine import units as _units
 from perfgraph.engine.assign import interpret
 from perfgraph.engine.declarations import Declaration, Origin
@@ -38,6 +36,7 @@ from perfgraph.errors import (
 
 if TYPE_CHECKING:
     import networkx as nx
+    import numpy as np  # imported where columns are evaluated: scalar work never needs it
 
 
 
@@ -311,6 +310,8 @@ class Sheet:
         read are evaluated; the others are constant columns of their current value
         (read-only views, ``strides == (0,)``, that cost no memory).
         """
+        import numpy as np
+
         wanted = tuple(self._decls) if only is None else tuple(self._decl(n).name
                                                               for n in only)
         if self._stale:
@@ -343,6 +344,8 @@ class Sheet:
     def _column(self, name: str, columns: Mapping[str, np.ndarray], env: dict[str, Any],
                 ) -> Any:
         """One cell over the rows: NaN where it, or any cell it reads, fails."""
+        import numpy as np
+
         if name in columns:
             value = np.asarray(columns[name], dtype=float) * self._decls[name].parsed_unit.factor
             return _nan_for_inf(value)
@@ -383,5 +386,7 @@ def _same(a: float, b: float) -> bool:
 
 
 def _nan_for_inf(column: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     inf = np.isinf(column)
     return np.where(inf, math.nan, column) if inf.any() else column

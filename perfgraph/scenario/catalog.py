@@ -79,11 +79,12 @@ def load_sheets(paths: list[Path] | None = None) -> dict[str, Declaration]:
     for path in paths if paths is not None else sheet_paths():
         doc = tomlfile.read(path)
         group = doc.data.get("group", path.stem)
+        shipped = path.resolve().parent == SHEETS_DIR
         for name, table in doc.data.items():
             if not isinstance(table, dict):
                 continue
             decl = cell_declaration(doc, (name,), table, group)
-            if path.resolve().parent == SHEETS_DIR and decl.origin is not None:
+            if shipped and decl.origin is not None:
                 decl = dataclasses.replace(
                     decl, origin=dataclasses.replace(decl.origin, shipped=True))
             if name in decls:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import events
@@ -26,16 +26,16 @@ from perfgraph.tui.palette import CellCommands
 from perfgraph.tui.screens.dialogs import ConfirmScreen, SaveAsScreen
 from perfgraph.tui.session import Session
 from perfgraph.tui.text import headline, short_path, value_text
-from perfgraph.tui.view_registry import VIEWS, View, ViewContext
+from perfgraph.tui.view_registry import VIEWS, View, ViewContext, Views
 from perfgraph.tui.widgets.cell_table import CellTable
 from perfgraph.tui.widgets.edit_bar import EditBar
 from perfgraph.tui.widgets.key_line import KeyLine
-from perfgraph.tui.widgets.levers_panel import LeversPanel
-from perfgraph.tui.widgets.plan_panel import PlanPanel
 from perfgraph.tui.widgets.scenario_bar import PARALLEL, BarChoice, ScenarioBar
 
 if TYPE_CHECKING:
     from perfgraph.measured.curves import MeasuredView
+    from perfgraph.tui.widgets.levers_panel import LeversPanel
+    from perfgraph.tui.widgets.plan_panel import PlanPanel
 
 #: Below these sizes the layout collapses (see dashboard.tcss): the views go under the cell
 #: table (beside its 76 columns they would have under 80 of their own: the plans table needs
@@ -75,7 +75,8 @@ class PerfgraphApp(App[None]):
         self.session = Session(scenario)
         self.start_cell = cell
         self.measured = measured
-        self.views: dict[str, Any] = {}  # view id → its widget (a View)
+        # view id → its widget (a View), built when first needed
+        self.views = Views(ViewContext(self.session, measured))
         self._stale: set[str] = set()
         self._summary: Text | None = None
         self._previewed: tuple[str, str] | None = None  # (cell, text) the sheet shows now
@@ -90,18 +91,13 @@ class PerfgraphApp(App[None]):
         yield ScenarioBar(self.session, id="bar")
         yield Static(id="summary")
         yield EditBar(id="edit-bar")  # the formula bar: one line, always there
-        context = ViewContext(self.session, self.measured)
         with Horizontal(id="body"):
             yield CellTable(self.session, id="cells")
             with TabbedContent(id="views", initial=VIEWS[0].view_id):
-                for view in VIEWS:
-                    widget = view.create(context)
-                    if widget is None:
-                        continue
-                    self.views[view.view_id] = widget
-                    with TabPane(view.title, id=view.view_id):  # the others when first
+                for view_id, view in self.views.entries.items():
+                    with TabPane(view.title, id=view_id):  # the others when first
                         if view is VIEWS[0]:  # shown (mount_view): startup composes one
-                            yield widget
+                            yield self.views[view_id]
         self.keys = KeyLine(id="keys")
         yield self.keys
 
@@ -156,14 +152,14 @@ class PerfgraphApp(App[None]):
         view_id = self.view
         if view_id not in self._stale:
             return
-        view: View = self.views[view_id]
-        if not view.is_mounted:  # type: ignore[attr-defined]  # shown by a click on its tab
-            if view.parent is None:  # type: ignore[attr-defined]
-                self.query_one(f"TabPane#{view_id}", TabPane).mount(view)  # type: ignore[arg-type]
+        widget = self.views[view_id]
+        if not widget.is_mounted:  # shown by a click on its tab
+            if widget.parent is None:
+                self.query_one(f"TabPane#{view_id}", TabPane).mount(widget)
             self.call_after_refresh(self.draw_view)
             return
         self._stale.discard(view_id)
-        view.refresh_from(self.session, self.table.current)
+        cast("View", widget).refresh_from(self.session, self.table.current)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """The key line follows the focus: the cells (or the edit), the levers, the runs."""
@@ -307,7 +303,7 @@ class PerfgraphApp(App[None]):
             return
         await self.mount_view(view_id)
         self.query_one(TabbedContent).active = view_id
-        focus_on = type(self.views[view_id]).focus_on
+        focus_on = self.views.entries[view_id].focus_on
         if focus_on is None:
             self.table.focus()
         else:

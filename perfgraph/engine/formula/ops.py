@@ -11,14 +11,14 @@ allows what is in these tables and nothing else.
 from __future__ import annotations
 
 import ast
+import importlib
 import math
 import operator
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
-
-import numpy as np
 
 Value = Any  # float or numpy.ndarray
 Env = Mapping[str, Value]
@@ -84,7 +84,24 @@ class Function:
 
 
 def is_array(*xs: Value) -> bool:
-    return any(isinstance(x, np.ndarray) for x in xs)
+    """Whether any of ``xs`` is a NumPy column. NumPy is imported by what builds columns (a
+    sweep, a simulation); until then no value can be one, and the scalar path (``eval``, the
+    dashboard's start-up) does not pay for the import."""
+    np = sys.modules.get("numpy")
+    return np is not None and any(isinstance(x, np.ndarray) for x in xs)
+
+
+def _numpy(name: str) -> Callable[..., Any]:
+    """NumPy's function ``name`` (``minimum``, ``where`` …), looked up when called: only on
+    columns, so NumPy is loaded by then."""
+    def call(*args: Any) -> Any:
+        np = sys.modules.get("numpy") or importlib.import_module("numpy")
+        return getattr(np, name)(*args)
+    return call
+
+
+_logical_not, _logical_and, _logical_or, _where = (
+    _numpy("logical_not"), _numpy("logical_and"), _numpy("logical_or"), _numpy("where"))
 
 
 def _elementwise(scalar: Callable[[float], float],
@@ -101,7 +118,7 @@ def _fold(scalar: Callable[..., Any], array: Callable[..., Any]) -> Callable[...
 
 
 def _not(x: Value) -> Value:
-    return np.logical_not(x).astype(float) if is_array(x) else float(not x)
+    return _logical_not(x).astype(float) if is_array(x) else float(not x)
 
 
 def _all(xs: list[Value]) -> Value:
@@ -113,11 +130,11 @@ def _any(xs: list[Value]) -> Value:
 
 
 def _all_columns(xs: list[Value]) -> Value:
-    return reduce(np.logical_and, xs).astype(float) if is_array(*xs) else float(all(xs))
+    return reduce(_logical_and, xs).astype(float) if is_array(*xs) else float(all(xs))
 
 
 def _any_columns(xs: list[Value]) -> Value:
-    return reduce(np.logical_or, xs).astype(float) if is_array(*xs) else float(any(xs))
+    return reduce(_logical_or, xs).astype(float) if is_array(*xs) else float(any(xs))
 
 
 def _choose(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> Fn:
@@ -130,7 +147,7 @@ def _choose_columns(test: Fn, body: Fn, orelse: Fn, name: str | None = None) -> 
     def choose(env: Env) -> Value:
         chosen = test(env)
         if is_array(chosen):
-            return np.where(chosen, body(env), orelse(env))
+            return _where(chosen, body(env), orelse(env))
         return body(env) if chosen else orelse(env)
     return choose
 
@@ -185,19 +202,19 @@ CHOICE = Op(ast.IfExp, " if ", 0, _choose, _choose_columns, CHOOSE, verb="choose
 
 #: The functions a formula may call, by name.
 FUNCTIONS: dict[str, Function] = {
-    "min": Function(None, SAME, min, _fold(min, np.minimum)),
-    "max": Function(None, SAME, max, _fold(max, np.maximum)),
-    "abs": Function(1, SAME, abs, _elementwise(abs, np.abs)),
+    "min": Function(None, SAME, min, _fold(min, _numpy("minimum"))),
+    "max": Function(None, SAME, max, _fold(max, _numpy("maximum"))),
+    "abs": Function(1, SAME, abs, _elementwise(abs, _numpy("abs"))),
     "ceil": Function(1, DIMLESS, lambda x: float(math.ceil(x)),
-                     _elementwise(math.ceil, np.ceil)),
+                     _elementwise(math.ceil, _numpy("ceil"))),
     "floor": Function(1, DIMLESS, lambda x: float(math.floor(x)),
-                      _elementwise(math.floor, np.floor)),
-    "round": Function(1, DIMLESS, lambda x: float(round(x)), _elementwise(round, np.round)),
-    "sqrt": Function(1, SQRT, math.sqrt, _elementwise(math.sqrt, np.sqrt)),
-    "log": Function(1, DIMLESS, math.log, _elementwise(math.log, np.log)),
-    "log2": Function(1, DIMLESS, math.log2, _elementwise(math.log2, np.log2)),
-    "log10": Function(1, DIMLESS, math.log10, _elementwise(math.log10, np.log10)),
-    "exp": Function(1, DIMLESS, math.exp, _elementwise(math.exp, np.exp)),
+                      _elementwise(math.floor, _numpy("floor"))),
+    "round": Function(1, DIMLESS, lambda x: float(round(x)), _elementwise(round, _numpy("round"))),
+    "sqrt": Function(1, SQRT, math.sqrt, _elementwise(math.sqrt, _numpy("sqrt"))),
+    "log": Function(1, DIMLESS, math.log, _elementwise(math.log, _numpy("log"))),
+    "log2": Function(1, DIMLESS, math.log2, _elementwise(math.log2, _numpy("log2"))),
+    "log10": Function(1, DIMLESS, math.log10, _elementwise(math.log10, _numpy("log10"))),
+    "exp": Function(1, DIMLESS, math.exp, _elementwise(math.exp, _numpy("exp"))),
 }
 
 

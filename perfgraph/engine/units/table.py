@@ -19,9 +19,11 @@ class Table:
     that a later command reads the factors and dimensions without importing Pint. Without
     a usable cache folder it is an empty table and Pint answers, as before.
 
-    The file carries a SHA-256 over the source it was built from (Pint's version and these
-    modules) and its content; one whose checksum does not match (edited by hand, damaged,
-    written by another build) is not read, and is rebuilt from Pint on the next save.
+    The file carries a SHA-256 over the source it was built from (Pint's installed package,
+    by its path, size and time, which an upgrade rewrites, and these modules) and its
+    content; one whose checksum does not match (edited by hand, damaged, written by another
+    build) is not read, and is rebuilt from Pint on the next save. (Pint's version from its
+    metadata would cost ``importlib.metadata``, ~10 ms of every start.)
     """
 
     def __init__(self) -> None:
@@ -31,11 +33,9 @@ class Table:
         self.names: dict[str, bool] = {}
         self.changed = False
         try:
-            from importlib.metadata import version
-
             from platformdirs import user_cache_dir
 
-            key = f"{version('pint')}\n".encode() + b"".join(
+            key = f"{_installed('pint')}\n".encode() + b"".join(
                 p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))
             self.source = hashlib.sha256(key).hexdigest()
             self.path = Path(user_cache_dir("perfgraph")) / f"unit-table-{self.source[:16]}.json"
@@ -65,6 +65,18 @@ class Table:
             os.replace(tmp, self.path)
         except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache
             pass
+
+
+def _installed(package: str) -> str:
+    """Where ``package`` is installed and its ``__init__``'s size and time, found without
+    importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(package)
+    stat = os.stat(spec.origin)
+    return f"{spec.origin} {stat.st_size} {stat.st_mtime_ns}"
 
 
 TABLE = Table()

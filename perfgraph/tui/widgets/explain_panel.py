@@ -6,7 +6,7 @@ the inputs it comes from, or forward to the results it moves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -49,11 +49,6 @@ def grid(rows: list[tuple[Text, Text | str]], width: int, console: Console) -> T
 class ExplainPanel(Vertical):
     """How the highlighted cell is computed, and where it leads (view ``1``)."""
 
-    view_id: ClassVar[str] = "explain"
-    title: ClassVar[str] = "Explain"
-    key: ClassVar[str] = "1"
-    focus_on: ClassVar[str | None] = None  # the keys stay with the cell table
-    follows_cursor: ClassVar[bool] = True
 
     class Jump(Message):
         def __init__(self, name: str) -> None:

@@ -7,7 +7,7 @@ and undo takes it back. Effects read as ``perfgraph levers`` prints them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -35,11 +35,6 @@ COLUMNS = (("symptom", "symptom", 22), ("lever", "lever", 20), ("effect", "first
 class LeversPanel(Vertical):
     """The advice table and the detail of the highlighted advice (view ``4``)."""
 
-    view_id: ClassVar[str] = "levers"
-    title: ClassVar[str] = "Levers"
-    key: ClassVar[str] = "4"
-    focus_on: ClassVar[str | None] = "#advice"
-    follows_cursor: ClassVar[bool] = False
 
     BINDINGS = [Binding("a", "apply", "Apply lever")]
 

@@ -9,7 +9,7 @@ and TPOT against concurrency at that TP, ISL and OSL, with every run made at it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.text import Text
@@ -100,17 +100,11 @@ class MeasuredPanel(Vertical):
     """The runs table over the two plots of the highlighted run's configuration (view ``5``,
     only with ``--measured``): read once, at start, so the session's edits do not move it."""
 
-    view_id: ClassVar[str] = "measured"
-    title: ClassVar[str] = "Measured"
-    key: ClassVar[str] = "5"
-    focus_on: ClassVar[str | None] = "#runs"
-    follows_cursor: ClassVar[bool] = False
 
     @classmethod
-    def create(cls, context: ViewContext) -> MeasuredPanel | None:
+    def create(cls, context: ViewContext) -> MeasuredPanel:
         m = context.measured
-        if m is None:
-            return None
+        assert m is not None, "the measured view's entry needs measured runs"
         return cls(m.comparisons, m.lines, m.measured, m.reference, id="measured-panel")
 
     def refresh_from(self, session: Session, cell: str | None) -> None:

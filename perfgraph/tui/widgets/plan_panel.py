@@ -9,7 +9,7 @@ SLOs; ``u`` takes it back whole.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events, work
@@ -127,11 +127,6 @@ class QuestionField(Input):
 class PlanPanel(Vertical):
     """The question, the search's counts, the frontier and the plans (view ``6``)."""
 
-    view_id: ClassVar[str] = "plan"
-    title: ClassVar[str] = "Plan"
-    key: ClassVar[str] = "6"
-    focus_on: ClassVar[str | None] = "#plans"
-    follows_cursor: ClassVar[bool] = False
 
     BINDINGS = [Binding("s", "search", "Search"), Binding("a", "apply", "Apply plan"),
                 Binding("e", "ask", "Edit the question"),

@@ -6,7 +6,7 @@ view (:mod:`perfgraph.tui.widgets.measured_panel`), drawn at each run's configur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -29,11 +29,6 @@ def failed(chart: Chart, what: str) -> None:
 class RooflinePlot(Chart):
     """Attainable FLOP/s of one GPU against arithmetic intensity, log-log (view ``2``)."""
 
-    view_id: ClassVar[str] = "roofline"
-    title: ClassVar[str] = "Roofline"
-    key: ClassVar[str] = "2"
-    focus_on: ClassVar[str | None] = None
-    follows_cursor: ClassVar[bool] = False
 
     @classmethod
     def create(cls, context: ViewContext) -> RooflinePlot:
@@ -101,11 +96,6 @@ class ConcurrencyPlot(Chart):
 class ConcurrencyView(Vertical):
     """Throughput over ITL, both against concurrency (view ``3``)."""
 
-    view_id: ClassVar[str] = "concurrency"
-    title: ClassVar[str] = "Concurrency"
-    key: ClassVar[str] = "3"
-    focus_on: ClassVar[str | None] = None
-    follows_cursor: ClassVar[bool] = False
 
     @classmethod
     def create(cls, context: ViewContext) -> ConcurrencyView:

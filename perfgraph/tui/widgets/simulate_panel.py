@@ -9,7 +9,7 @@ closed loop of ``concurrency`` users and an open loop at ``request_rate``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -102,11 +102,6 @@ class BatchPlot(Chart):
 class SimulatePanel(Vertical):
     """The summary, the CDFs of TTFT and ITL, and the batch over time (view ``7``)."""
 
-    view_id: ClassVar[str] = "simulate"
-    title: ClassVar[str] = "Simulate"
-    key: ClassVar[str] = "7"
-    focus_on: ClassVar[str | None] = "#simulate-panel"  # takes the keys: o
-    follows_cursor: ClassVar[bool] = False
     can_focus = True
 
     BINDINGS = [Binding("o", "loop", "Open/closed loop")]

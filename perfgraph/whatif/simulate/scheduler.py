@@ -11,8 +11,11 @@ defaults to the ``--engine``'s own:
   requests' tokens first, then waiting prompts' chunks until the budget is spent, and the
   sheet's ``ttft_prefill_chunks`` counts chunks the same way), or ``--token-budget N``.
   In the seed's idealised scheduler (the roofline, ``prefill_rides_decode_step`` off) the
-  chunk a step carries beside decodes is the sheet's ``chunk_size`` (the decodes' spare
-  compute, threshold − B, or what it is pinned to), and a step with no decodes takes up to
+  chunk a step carries beside decodes is the sheet's ``roofline_chunk_tokens``: its
+  ``chunk_size`` (the decodes' spare compute, threshold − B, or what it is pinned to) while
+  that keeps up with the batch's prompts, else what ``max_num_batched_tokens`` leaves beside
+  the decodes (at a batch near the threshold the seed's chunk is a token or none, and the
+  batch would drain while its prompts queue); a step with no decodes takes up to
   ``max_context`` prompt tokens (a lone prompt prefills whole, as the sheet's ``ttft`` has
   it). With the sheet's ``chunked_prefill`` off, prompts prefill whole in steps of their
   own, before the decodes (vLLM V0).
@@ -22,8 +25,8 @@ defaults to the ``--engine``'s own:
   prefill batch; the engine file's ``chunked_prefill`` false: each prompt whole (ATOM).
 - ``inflight`` (TensorRT-LLM): in-flight batching with a fixed ``max_num_tokens`` budget,
   decodes included (``--token-budget``, else the sheet's ``max_num_batched_tokens`` under
-  the realistic terms, else concurrency + chunk_size), context chunking as the engine file
-  says.
+  the realistic terms, else concurrency + roofline_chunk_tokens), context chunking as the
+  engine file says.
 - ``static`` (no engine): a batch of up to ``max_num_seqs`` requests is prefilled whole, then
   decoded until its last request ends; the next batch starts only then.
 
@@ -97,7 +100,7 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     if seqs < 1:
         raise InputError(f"max_num_seqs is {seqs}: the scenario's concurrency (or "
                          f"--max-num-seqs) must be at least 1", name="--max-num-seqs")
-    chunk = max(1, math.ceil(m("chunk_size", "token")))
+    chunk = max(1, math.ceil(m("roofline_chunk_tokens", "token")))
     context = max(1, math.ceil(m("max_context", "token")))
     budget = token_budget or _engine_budget(sheet)
     chunked = bool(m("chunked_prefill"))  # the mixed rule's: the sheet models its chunking
@@ -121,7 +124,8 @@ def _engine_budget(sheet: Sheet) -> int:
     """The engine's own token budget, ``max_num_batched_tokens``, where the sheet models the
     engine's chunking (``prefill_rides_decode_step``: its ``ttft_prefill_chunks`` split a
     prompt by that budget, less the running decodes); 0 in the seed's idealised scheduler,
-    whose chunk is ``chunk_size`` (threshold − B) beside decodes."""
+    whose chunk is ``roofline_chunk_tokens`` (threshold − B, while it keeps up) beside
+    decodes."""
     names = sheet.names
     if "prefill_rides_decode_step" not in names or "max_num_batched_tokens" not in names \
             or not sheet.magnitude("prefill_rides_decode_step"):

@@ -2,7 +2,9 @@
 
 Requests before ``warmup`` are left out. Rates are over the window from the first measured
 arrival to the last arrival (the steady part: no ramp, no drain; the whole run when every
-request arrives at once). ITL is every decode token's gap: its step's duration (plus any
+request arrives at once), and so are the latencies: of the requests that end in it, and of
+its steps (a run too short to end one there takes every measured request). ITL is every
+decode token's gap: its step's duration (plus any
 change in how far the API server's loop lags, :mod:`.frontend`), weighted by the step's
 decodes, plus the longer gaps of preempted requests. Under speculative decoding a step gives
 a decode its tokens gained as one chunk; as SGLang's bench_serving counts it, the chunk's
@@ -70,10 +72,9 @@ def summarise(run: Run, sheet: Sheet) -> SimSummary:
     e, t = run.engine, run.engine.reqs.table()
     steps = e.log.arrays()
     w = run.warmup
-    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= w)
-    t0, t1 = _window(t, w, steps)
+    ended, in_window, t0, t1 = _ended(t, w, steps)
     span = t1 - t0
-    in_window = ended & (t["end"] > t0) & (t["end"] <= t1)
+    sampled, step_sampled = _steady(ended, in_window, steps, t0, t1)
     slo_ttft, slo_itl = sheet.magnitude("ttft_slo", "s"), sheet.magnitude("itl_slo", "s")
     good = in_window & (t["ttft"] <= slo_ttft) & (t["tpot"] <= slo_itl) | (
         in_window & (t["osl"] <= 1) & (t["ttft"] <= slo_ttft))
@@ -81,7 +82,7 @@ def summarise(run: Run, sheet: Sheet) -> SimSummary:
     out_tokens = float(steps["tokens"][sel].sum())
     ratio = float((t["isl"][ended] + t["osl"][ended]).sum() / max(t["osl"][ended].sum(), 1))
     overload = _overload(run, t, t0, t1, in_window)
-    n = int(ended.sum())
+    n = int(sampled.sum())
     dur = steps["dur"][sel]
 
     def per_s(count: float) -> float:
@@ -90,7 +91,7 @@ def summarise(run: Run, sheet: Sheet) -> SimSummary:
     return SimSummary(
         partial=not run.complete, requests=len(t["end"]), measured=n, warmup=w,
         simulated_s=float(e.now), steps=int(steps["end"].size), window_s=span,
-        latency=_latencies(run, t, steps, ended, t0, overload is not None),
+        latency=_latencies(run, t, steps, sampled, step_sampled, overload is not None),
         output_throughput=per_s(out_tokens), total_throughput=per_s(out_tokens) * ratio,
         request_throughput=per_s(float(in_window.sum())), goodput=per_s(float(good.sum())),
         goodput_share=float(good.sum() / max(in_window.sum(), 1)),
@@ -105,12 +106,12 @@ def summarise(run: Run, sheet: Sheet) -> SimSummary:
 
 
 def _latencies(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
-               ended: np.ndarray, t0: float, overloaded: bool) -> Latencies:
-    """Each latency's statistics; an overloaded run's TTFT and E2E hidden (they grow with
-    the run's length)."""
-    n = int(ended.sum())
+               sampled: np.ndarray, after: np.ndarray, overloaded: bool) -> Latencies:
+    """Each latency's statistics over the requests and steps :func:`_steady` samples; an
+    overloaded run's TTFT and E2E hidden (they grow with the run's length)."""
+    n = int(sampled.sum())
     got = {k: stats(v, weights, SCALES[k], n, UNITS[k])
-           for k, (v, weights) in _samples(run, t, steps, ended, t0).items()}
+           for k, (v, weights) in _samples(run, t, steps, sampled, after).items()}
     if overloaded:
         got["ttft"], got["e2e"] = got["ttft"].hidden(), got["e2e"].hidden()
     return Latencies(**got)
@@ -141,17 +142,40 @@ class LatencySamples:
 
 def latency_samples(run: Run) -> LatencySamples:
     """The samples (in seconds) the summary's latencies are taken over, with their weights
-    (None: one per request): TTFT, TPOT and E2E of each request past the warm-up that ended;
-    ITL of each step in the window, weighted by its decodes, and each preempted gap."""
+    (None: one per request): TTFT, TPOT and E2E of each request that ended in the window;
+    ITL of each step in the window, weighted by its decodes, and each preempted gap (see
+    :func:`_steady`)."""
     t, steps = run.engine.reqs.table(), run.engine.log.arrays()
-    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= run.warmup)
-    return _samples(run, t, steps, ended, _window(t, run.warmup, steps)[0])
+    ended, in_window, t0, t1 = _ended(t, run.warmup, steps)
+    return _samples(run, t, steps, *_steady(ended, in_window, steps, t0, t1))
+
+
+def _ended(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
+           ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The requests past the warm-up that ended, those of them that ended in the window, and
+    the window (from the warm-up's last arrival to the last arrival)."""
+    ended = np.isfinite(t["end"]) & (np.arange(len(t["end"])) >= w)
+    t0, t1 = _window(t, w, steps)
+    return ended, ended & (t["end"] > t0) & (t["end"] <= t1), t0, t1
+
+
+def _steady(ended: np.ndarray, in_window: np.ndarray, steps: dict[str, np.ndarray],
+            t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests and steps the latencies are taken over: those that ended in the window,
+    as the throughput is. Before it the warm-up fills the batch; after the last arrival no
+    request replaces one that ends, the batch drains, and its steps are quicker than the
+    steady state's (an MoE's fewer tokens touch fewer experts: a closed loop's last requests
+    had TPOTs 20% short of the others'). A run too short to end any request in its window
+    takes every request past the warm-up that ended, and every step after it, as before."""
+    after = steps["end"] > t0
+    if not in_window.any():
+        return ended, after
+    return in_window, after & (steps["end"] <= t1)
 
 
 def _samples(run: Run, t: dict[str, np.ndarray], steps: dict[str, np.ndarray],
-             ended: np.ndarray, t0: float) -> LatencySamples:
+             ended: np.ndarray, after: np.ndarray) -> LatencySamples:
     gaps = np.asarray(run.engine.log.gaps, dtype=float)
-    after = steps["end"] > t0
     itl, weights = step_gaps(steps)[after], steps["decodes"][after]
     accepted = run.engine.log.accepted()
     if accepted is not None:  # a chunk of a tokens: a samples of gap ÷ a
