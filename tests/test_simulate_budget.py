@@ -153,4 +153,4 @@ def test_a_roofline_batch_past_the_threshold_stays_full() -> None:
                               sets=tuple(parse_set(s) for s in sets))).sheet
     assert sheet.magnitude("chunk_size", "token") == 0
     s = summarise(simulate(sheet, Setup(users=320, requests=1280)), sheet)
-    assert s["preemptions"] == 0 and s["batch"]["mean"] >= 0.95 * 320
+    assert s.preemptions == 0 and s.batch.mean >= 0.95 * 320
