@@ -2,7 +2,8 @@
 
 Each file carries, with its sources, everything perfgraph knows of one engine: its memory
 rule and defaults (``[values]``, cells the scenario applies), its KV-cache dtype rule, the
-names benchmark files give it, what the realistic model holds for it (``[realistic]``), its
+names benchmark files give it, the accelerator vendors it runs on (``vendors``, as hardware
+files spell ``vendor``), what the realistic model holds for it (``[realistic]``), its
 scheduler policy (``[scheduler]``), its CUDA-graph behaviour (``[cuda_graph]``), its serving
 command and flags (``[launch]``), the benchmark that measures it (``[bench]``) and its
 container (``[deploy]``). ``--engine``, ``simulate --scheduler``, ``plan --launch``,
@@ -36,8 +37,8 @@ from perfgraph.errors import did_you_mean as _near
 ENGINES_DIR = Path(__file__).resolve().parent / "engines"
 #: more folders of engine files, searched before the package's
 FOLDERS_VARIABLE = "PERFGRAPH_ENGINES"
-KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "realistic", "scheduler",
-        "cuda_graph", "launch", "bench", "deploy")
+KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "vendors", "realistic",
+        "scheduler", "cuda_graph", "launch", "bench", "deploy")
 #: how a step is filled (the simulator's rules, :mod:`perfgraph.whatif.simulate.scheduler`)
 BATCHING = ("mixed", "prefill-first", "inflight")
 PREEMPTION = ("recompute", "none")
@@ -111,6 +112,20 @@ class EngineFile:
     bench_tool: str | None  # the benchmark tool that measures it
     bench: Bench | None  # a tool this file defines
     deploy: dict[str, Any] | None
+    #: the GPU vendors it runs on (a hardware file's ``vendor``); empty: not said, any
+    vendors: tuple[str, ...] = ()
+
+    def runs_on(self, vendor: str | None) -> bool:
+        """Whether it runs on ``vendor``'s accelerators (an unknown vendor: yes)."""
+        return not self.vendors or vendor is None or vendor.lower() in self.vendors
+
+    def not_on(self, hardware: str, vendor: str | None) -> str | None:
+        """Why it does not run on ``hardware`` (a ``vendor``'s), in one sentence; None
+        where it does."""
+        if self.runs_on(vendor):
+            return None
+        return (f"{self.title} does not run on {hardware} ({vendor}): it runs on "
+                f"{', '.join(self.vendors)} accelerators only (vendors in {self.path})")
 
 
 def folders() -> list[Path]:
@@ -177,12 +192,15 @@ def _checked(path: str, mtime: int) -> EngineFile:
     launch = c.table("launch", _launch)
     bench = c.table("bench", _bench)
     deploy = c.table("deploy", _deploy)
+    vendors = d.data.get("vendors", [])
+    if not _fits("words", vendors):
+        c._problem(("vendors",), vendors, _EXPECTED["words"])
     raise_all(c.problems)
     refuse = d.data.get("launch", {}).get("refuse", "")
     return EngineFile(Path(path).stem, path, str(d.data.get("name", Path(path).stem)),
                       scheduling, graphs, launch if not refuse else None, str(refuse),
                       None if bench is None else bench[0], None if bench is None else bench[1],
-                      deploy)
+                      deploy, tuple(v.lower() for v in vendors))
 
 
 class _Checker:
