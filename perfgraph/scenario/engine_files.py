@@ -18,13 +18,14 @@ the line, the key and what was expected.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from perfgraph._infra import tomlfile
+from perfgraph.engine.declarations import Origin
 from perfgraph.errors import (
     CatalogError,
     DeclarationError,
@@ -33,6 +34,7 @@ from perfgraph.errors import (
     raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
+from perfgraph.scenario.catalog import Entry
 
 ENGINES_DIR = Path(__file__).resolve().parent / "engines"
 #: more folders of engine files, searched before the package's
@@ -55,6 +57,24 @@ TABLE_KEYS = {
     "bench": ("tool", "command", "flags", "tail", "result_flag", "result", "result_file"),
     "deploy": ("image", "port", "health", "listen", "kv_connector", "disaggregation_note"),
 }
+
+
+#: the [cuda_graph] keys the sheet models, and their cells (achievable.toml)
+GRAPH_CELLS = (("max_batch_size", "cuda_graph_max_batch"), ("decode", "cuda_graph_decode"),
+               ("mixed", "cuda_graph_mixed"))
+
+
+@dataclass(frozen=True)
+class EngineEntry(Entry):
+    """An engine file as the scenario applies it: its ``[values]``, then its
+    ``[cuda_graph]`` table as the cells that model it."""
+
+    def values(self) -> Iterator[tuple[str, Any, Origin]]:
+        yield from super().values()
+        graphs = self.table("cuda_graph")
+        for key, cell in GRAPH_CELLS:
+            if key in graphs:
+                yield cell, graphs[key], Origin(self.doc.path, self.doc.line("cuda_graph", key))
 
 
 @dataclass(frozen=True)

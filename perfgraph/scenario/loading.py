@@ -200,7 +200,7 @@ def engine_entry(name: str, file_entry: Entry | None = None) -> Entry:
                 from None
         raise
     engine_files.engine(name)  # every table of the file checked
-    return Entry("engine", doc)
+    return engine_files.EngineEntry("engine", doc)
 
 
 def _check_complete(decls: dict[str, Declaration], entries: dict[str, Entry],
