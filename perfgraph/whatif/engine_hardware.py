@@ -24,7 +24,9 @@ def not_on(engine: str, hardware: str) -> str | None:
 
 def apart_pairs(engines: Sequence[str], hardware: Sequence[str]) -> frozenset[tuple[str, str]]:
     """The (engine, accelerator) pairs where the engine does not run on the accelerator."""
-    return frozenset((e, h) for e in engines for h in hardware if not_on(e, h))
+    vendors = {h: vendor(h) for h in hardware}  # each hardware file read once
+    return frozenset((e, h) for e in engines for h in hardware
+                     if not engine_files.engine(e).runs_on(vendors[h]))
 
 
 def runnable_hardware(engines: Sequence[str], hardware: Sequence[str],
