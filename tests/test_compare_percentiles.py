@@ -178,3 +178,35 @@ def test_a_record_with_bad_arrays_is_no_record() -> None:
     assert per_request({**good, "ttfts": [-0.1, 0.0]}) is None
     assert per_request({**good, "itls": [[0.01]]}) is None  # lengths differ
     assert per_request({k: v for k, v in good.items() if k != "itls"}) is None
+
+
+def test_a_run_served_by_another_engine_is_replayed_by_its_scheduler(tmp_path: Path) -> None:
+    """A record whose client spoke to another server (backend "openai": no engine named) is
+    the --engine's run: SGLang's prefill-first scheduler replays it, not vLLM's, on the sheet
+    compare evaluates it at (SGLang's memory rule and limits)."""
+    data = json.loads(A100.read_text())
+    data["backend"] = "openai"
+    path = tmp_path / A100.name
+    path.write_text(json.dumps(data))
+    path.with_suffix(".commands").write_text(A100.with_suffix(".commands").read_text())
+    spec = ScenarioSpec(precision="bf16", engine="sglang")
+    _, (c,) = _compare(path, spec=spec)
+    hand = _by_hand(A100)
+    s = c.setup
+    sheet = load(ScenarioSpec(model="llama-3.3-70b", hardware="a100-40gb", precision="bf16",
+                              engine="sglang",
+                              sets=tuple(parse_set(f"{k}={getattr(s, k)}")
+                                         for k in ("tp", "concurrency", "isl", "osl")))).sheet
+    given = Lengths(hand["isl"].astype(np.int64), hand["osl"].astype(np.int64), rate=math.inf)
+
+    def ttft_p99(scheduler: str) -> float:
+        run = simulate(sheet, Setup(seed=0, warmup=0, scheduler=scheduler,
+                                    max_seqs=math.floor(sheet.magnitude("max_num_seqs")),
+                                    token_budget=math.floor(sheet.magnitude(
+                                        "max_num_batched_tokens", "token")),
+                                    lengths="FILE", given=given))
+        return float(summarise(run, sheet).latency.ttft.p99)
+
+    assert c.percentiles.simulated["ttft"]["p99"] == pytest.approx(ttft_p99("sglang"),
+                                                                   rel=1e-12)
+    assert ttft_p99("sglang") != pytest.approx(ttft_p99("vllm"), rel=1e-6)

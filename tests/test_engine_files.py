@@ -231,7 +231,7 @@ def test_simulate_runs_the_engines_own_scheduler(capsys: pytest.CaptureFixture[s
 
 
 def test_a_plan_without_a_container_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--engine", "atom", "--hardware", "h100-sxm", "--slo", "itl=50ms",
+    assert main(["plan", "--engine", "atom", "--hardware", "mi300x", "--slo", "itl=50ms",
                  "--rate", "1 request/s", "--search", "tp=2", "--search", "concurrency=8",
                  "--bench"]) == 2
     err = capsys.readouterr().err

@@ -214,13 +214,14 @@ def runs_of(folder: str, calibration: str | None, rates: tuple[str, ...],
 
 def replayed(c: Comparison, folder: str, hit: float, calibration: str | None,
              frontend: float = 0.0, token: float = 0.0) -> Percentiles:
-    sheet, reference = sheets_for(folder, calibration)(c.setup)
+    sheets = sheets_for(folder, calibration)
+    sheet, reference = sheets(c.setup)
     sheet.set("prefix_hit_whole", True)
     sheet.set("prefix_hit_rate", hit)
     sheet.set("frontend_request_time", f"{frontend} s")
     sheet.set("frontend_token_time", f"{token} s/token")
     sheet.set("frontend_coalesce", folder not in V0)  # V1 coalesces bunched outputs
-    return run_percentiles(c.run, sheet, reference)
+    return run_percentiles(c.run, sheet, reference, sheets.engine_of(c.setup))
 
 
 #: ``--frontend loop``'s grid: per request (s; up to FRONTEND_MAX) and per token (s/token;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+import sys
 from collections.abc import Iterable
 
 from perfgraph.errors import InputError
@@ -130,4 +131,13 @@ def spec_from_args(args: argparse.Namespace) -> ScenarioSpec:
 
 
 def load_scenario(args: argparse.Namespace) -> Scenario:
-    return load(spec_from_args(args))
+    """The scenario the options name; an engine on hardware it does not run on is one
+    warning line on stderr. A warning, not a refusal: the sheet still answers what the engine's
+    memory rule and scheduler would give there (a what-if, as a --set of any cell is), but no
+    deployment runs that pair; ``plan``, which proposes deployments, leaves such pairs out."""
+    scenario = load(spec_from_args(args))
+    why = scenario.engine_not_on_hardware
+    if why:
+        print(f"perfgraph: warning: {why}; the figures are a what-if, not a deployment",
+              file=sys.stderr)
+    return scenario

@@ -11,7 +11,9 @@
   a calibration), arriving as the run's client sent them — Poisson at its ``request_rate``
   (gamma gaps with its ``burstiness``), all at t = 0 for ``inf``, or a closed loop of its
   ``max_concurrency`` users when it has one and no rate — with seed ``SEED``, every request
-  measured (no warm-up), and the engine's ``max_num_seqs`` and ``max_num_batched_tokens``.
+  measured (no warm-up), and the engine's ``max_num_seqs`` and ``max_num_batched_tokens``,
+  scheduled by the run's engine's own scheduler (its engine file's ``[scheduler]``: the
+  file's engine, else the scenario's ``--engine``), as ``perfgraph simulate`` does.
   The figures are the simulation's summary, as ``perfgraph simulate`` prints them; the
   arrivals are redrawn (the files keep no send times), so a 200-request run carries sampling
   noise of its own in p99.
@@ -90,9 +92,9 @@ def lengths_of(run: MeasuredRun) -> Lengths:
                    source=Path(run.source).name)
 
 
-def sim_setup(run: MeasuredRun, sheet: Sheet, seed: int = SEED) -> Setup:
+def sim_setup(run: MeasuredRun, sheet: Sheet, scheduler: str, seed: int = SEED) -> Setup:
     """How ``simulate`` replays the run: its lengths and arrival pattern, the engine's
-    limits from the sheet."""
+    limits from the sheet, ``scheduler`` the engine that served it."""
     names = set(sheet.names)
     seqs = math.floor(sheet.magnitude("max_num_seqs")) if "max_num_seqs" in names else None
     budget = math.floor(sheet.magnitude("max_num_batched_tokens", "token")) \
@@ -101,8 +103,8 @@ def sim_setup(run: MeasuredRun, sheet: Sheet, seed: int = SEED) -> Setup:
     if run.concurrency is not None and (run.request_rate is None
                                         or math.isinf(run.request_rate)):
         users = max(1, math.floor(run.concurrency))
-    return Setup(users=users, lengths="FILE", seed=seed, warmup=0, token_budget=budget,
-                 max_seqs=seqs, given=lengths_of(run))
+    return Setup(users=users, lengths="FILE", seed=seed, warmup=0, scheduler=scheduler,
+                 token_budget=budget, max_seqs=seqs, given=lengths_of(run))
 
 
 def arrivals_said(run: MeasuredRun, setup: Setup) -> str:
@@ -117,22 +119,24 @@ def arrivals_said(run: MeasuredRun, setup: Setup) -> str:
     return f"{n} requests, {kind} at {rate:g} request/s"
 
 
-def simulated(run: MeasuredRun, sheet: Sheet, seed: int = SEED,
+def simulated(run: MeasuredRun, sheet: Sheet, scheduler: str, seed: int = SEED,
               ) -> tuple[SimRun, SimSummary, Setup]:
-    """The simulation of the run's own requests on ``sheet``, and its summary."""
-    setup = sim_setup(run, sheet, seed)
+    """The simulation of the run's own requests on ``sheet`` by ``scheduler``'s rules, and
+    its summary."""
+    setup = sim_setup(run, sheet, scheduler, seed)
     result = simulate(sheet, setup)
     return result, summarise(result, sheet), setup
 
 
-def run_percentiles(run: MeasuredRun, sheet: Sheet, reference: str,
+def run_percentiles(run: MeasuredRun, sheet: Sheet, reference: str, scheduler: str,
                     seed: int = SEED) -> Percentiles:
-    """The run's measured and simulated percentiles; the simulation's failure as ``error``."""
+    """The run's measured and simulated percentiles, the simulation by ``scheduler`` (an
+    engine's name); the simulation's failure as ``error``."""
     record = run.per_request
     assert record is not None
     measured = measured_percentiles(record)
     try:
-        _, summary, setup = simulated(run, sheet, seed)
+        _, summary, setup = simulated(run, sheet, scheduler, seed)
     except PerfgraphError as exc:
         return Percentiles(measured, {}, reference, "", len(record.isl), seed,
                            error=f"the simulation cannot run: {exc}")
@@ -166,6 +170,10 @@ class Sheets:
             sheet.set(name, getattr(setup, name))
         return sheet, got[1]
 
+    def engine_of(self, setup: RunSetup) -> str:
+        """The engine that served the run: the file's, else the scenario's."""
+        return setup.engine or self.base.engine
+
 
 def percentiles_for(run: MeasuredRun, setup: RunSetup, sheets: Sheets,
                     seed: int = SEED) -> Percentiles | None:
@@ -178,4 +186,4 @@ def percentiles_for(run: MeasuredRun, setup: RunSetup, sheets: Sheets,
         record = run.per_request
         return Percentiles(measured_percentiles(record), {}, "", "", len(record.isl), seed,
                            error=f"the model cannot be loaded: {exc}")
-    return run_percentiles(run, sheet, reference, seed)
+    return run_percentiles(run, sheet, reference, sheets.engine_of(setup), seed)

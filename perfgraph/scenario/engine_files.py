@@ -2,7 +2,8 @@
 
 Each file carries, with its sources, everything perfgraph knows of one engine: its memory
 rule and defaults (``[values]``, cells the scenario applies), its KV-cache dtype rule, the
-names benchmark files give it, what the realistic model holds for it (``[realistic]``), its
+names benchmark files give it, the accelerator vendors it runs on (``vendors``, as hardware
+files spell ``vendor``), what the realistic model holds for it (``[realistic]``), its
 scheduler policy (``[scheduler]``), its CUDA-graph behaviour (``[cuda_graph]``), its serving
 command and flags (``[launch]``), the benchmark that measures it (``[bench]``) and its
 container (``[deploy]``). ``--engine``, ``simulate --scheduler``, ``plan --launch``,
@@ -17,13 +18,14 @@ the line, the key and what was expected.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from perfgraph._infra import tomlfile
+from perfgraph.engine.declarations import Origin
 from perfgraph.errors import (
     CatalogError,
     DeclarationError,
@@ -32,12 +34,13 @@ from perfgraph.errors import (
     raise_all,
 )
 from perfgraph.errors import did_you_mean as _near
+from perfgraph.scenario.catalog import Entry
 
 ENGINES_DIR = Path(__file__).resolve().parent / "engines"
 #: more folders of engine files, searched before the package's
 FOLDERS_VARIABLE = "PERFGRAPH_ENGINES"
-KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "realistic", "scheduler",
-        "cuda_graph", "launch", "bench", "deploy")
+KEYS = ("name", "doc", "values", "kv_cache_dtype", "aliases", "vendors", "realistic",
+        "scheduler", "cuda_graph", "launch", "bench", "deploy")
 #: how a step is filled (the simulator's rules, :mod:`perfgraph.whatif.simulate.scheduler`)
 BATCHING = ("mixed", "prefill-first", "inflight")
 PREEMPTION = ("recompute", "none")
@@ -54,6 +57,24 @@ TABLE_KEYS = {
     "bench": ("tool", "command", "flags", "tail", "result_flag", "result", "result_file"),
     "deploy": ("image", "port", "health", "listen", "kv_connector", "disaggregation_note"),
 }
+
+
+#: the [cuda_graph] keys the sheet models, and their cells (achievable.toml)
+GRAPH_CELLS = (("max_batch_size", "cuda_graph_max_batch"), ("decode", "cuda_graph_decode"),
+               ("mixed", "cuda_graph_mixed"))
+
+
+@dataclass(frozen=True)
+class EngineEntry(Entry):
+    """An engine file as the scenario applies it: its ``[values]``, then its
+    ``[cuda_graph]`` table as the cells that model it."""
+
+    def values(self) -> Iterator[tuple[str, Any, Origin]]:
+        yield from super().values()
+        graphs = self.table("cuda_graph")
+        for key, cell in GRAPH_CELLS:
+            if key in graphs:
+                yield cell, graphs[key], Origin(self.doc.path, self.doc.line("cuda_graph", key))
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,20 @@ class EngineFile:
     bench_tool: str | None  # the benchmark tool that measures it
     bench: Bench | None  # a tool this file defines
     deploy: dict[str, Any] | None
+    #: the GPU vendors it runs on (a hardware file's ``vendor``); empty: not said, any
+    vendors: tuple[str, ...] = ()
+
+    def runs_on(self, vendor: str | None) -> bool:
+        """Whether it runs on ``vendor``'s accelerators (an unknown vendor: yes)."""
+        return not self.vendors or vendor is None or vendor.lower() in self.vendors
+
+    def not_on(self, hardware: str, vendor: str | None) -> str | None:
+        """Why it does not run on ``hardware`` (a ``vendor``'s), in one sentence; None
+        where it does."""
+        if self.runs_on(vendor):
+            return None
+        return (f"{self.title} does not run on {hardware} ({vendor}): it runs on "
+                f"{', '.join(self.vendors)} accelerators only (vendors in {self.path})")
 
 
 def folders() -> list[Path]:
@@ -177,12 +212,15 @@ def _checked(path: str, mtime: int) -> EngineFile:
     launch = c.table("launch", _launch)
     bench = c.table("bench", _bench)
     deploy = c.table("deploy", _deploy)
+    vendors = d.data.get("vendors", [])
+    if not _fits("words", vendors):
+        c._problem(("vendors",), vendors, _EXPECTED["words"])
     raise_all(c.problems)
     refuse = d.data.get("launch", {}).get("refuse", "")
     return EngineFile(Path(path).stem, path, str(d.data.get("name", Path(path).stem)),
                       scheduling, graphs, launch if not refuse else None, str(refuse),
                       None if bench is None else bench[0], None if bench is None else bench[1],
-                      deploy)
+                      deploy, tuple(v.lower() for v in vendors))
 
 
 class _Checker:

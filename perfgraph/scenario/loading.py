@@ -79,6 +79,14 @@ class Scenario:
     calibration: Entry | None = None
     engine: str = DEFAULT_ENGINE
 
+    @property
+    def engine_not_on_hardware(self) -> str | None:
+        """Why the engine does not run on the hardware (the engine file's ``vendors``
+        against the hardware file's ``vendor``), in one sentence; None where it does."""
+        vendor = self.hardware.doc.data.get("vendor")
+        return engine_files.engine(self.engine).not_on(
+            self.hardware.slug, None if vendor is None else str(vendor))
+
     def choice(self, kind: str) -> str:
         return {"model": self.model, "hardware": self.hardware,
                 "workload": self.workload}[kind].doc.path if kind != "precision" \
@@ -192,7 +200,7 @@ def engine_entry(name: str, file_entry: Entry | None = None) -> Entry:
                 from None
         raise
     engine_files.engine(name)  # every table of the file checked
-    return Entry("engine", doc)
+    return engine_files.EngineEntry("engine", doc)
 
 
 def _check_complete(decls: dict[str, Declaration], entries: dict[str, Entry],

@@ -240,6 +240,8 @@ def families(result: Result) -> tuple[FamilyReach, ...]:
     q = result.question
     out: list[FamilyReach] = []
     for k, (engine, label, disagg) in enumerate(result.families):
+        if not result.runs(engine, label):  # no candidate: the engine does not run there
+            continue
         hardware, precision = label.split("@")
         best = tuple(SloReach(SERVED[n], UnitValue(float(result.family_best[n][k]), "ms"),
                               UnitValue(v, _slo_unit(result, n))) for n, v in q.slos.items())

@@ -33,6 +33,7 @@ from perfgraph.scenario.catalog import catalog_names, load_entry
 from perfgraph.scenario.loading import DEFAULT_ENGINE, ScenarioSpec, load, precisions
 from perfgraph.whatif import grid
 from perfgraph.whatif import sweep_axes as sweep
+from perfgraph.whatif.engine_hardware import apart_pairs, runnable_hardware
 from perfgraph.whatif.plan_prices import PRICES_FILE as PRICES_FILE
 from perfgraph.whatif.plan_prices import prices as prices
 from perfgraph.whatif.plan_question import OBJECTIVES as OBJECTIVES
@@ -83,6 +84,18 @@ class Result:
     family_best: dict[str, np.ndarray] = field(default_factory=dict)
     #: accelerators left out of a cost search: no price (prices.toml, --prices)
     unpriced: list[str] = field(default_factory=list)
+    #: (engine, accelerator) pairs the engine does not run on: no candidates
+    apart: frozenset[tuple[str, str]] = frozenset()
+
+    def runs(self, engine: str, label: str) -> bool:
+        """Whether ``engine`` runs on the accelerator of a block label (``h200@fp8``)."""
+        return (engine, label.split("@")[0]) not in self.apart
+
+    def runnable_items(self) -> np.ndarray:
+        """Per engine, per accelerator item: whether the engine runs on it."""
+        engine, block = self.axes[0], self.axes[1]
+        return np.array([self.runs(str(e), str(label)) for e in engine.values
+                         for label in block.values], dtype=bool)
 
     @property
     def feasible(self) -> int:
@@ -206,7 +219,8 @@ def space(spec: ScenarioSpec, sheet: Sheet, search: Sequence[str],
         else:
             cells[name] = sweep.parse_axis(text, sheet)
     pinned = [n for n, _ in spec.sets]
-    block = hardware_block(sheet, hardware, precs, price, pinned, unpriced)
+    kept = runnable_hardware(engines, hardware, "--hardware" if spec.hardware else "--engine")
+    block = hardware_block(sheet, kept, precs, price, pinned, unpriced)
     rest = [a for a in cells.values() if a.name not in pinned or a.name in search_names(search)]
     axes: tuple[grid.AnyAxis, ...] = (grid.Choice("engine", tuple(engines)), block, *rest)
     sweep.check_size(grid.size(axes))
@@ -231,8 +245,10 @@ def run(spec: ScenarioSpec, q: Question, search: Sequence[str] = (),
     sheets = {str(e): (scenario if e == scenario.engine
                        else load(replace(asked, engine=str(e)))).sheet for e in axes[0].values}
     units = {n: scenario.sheet.declaration(n).unit for n in (*VALUES, *SERVED.values())}
+    hardware = dict.fromkeys(str(label).split("@")[0] for label in axes[1].values)
     result = Result(q, asked, axes, units, sheet=sheets[str(axes[0].values[0])], sheets=sheets,
-                    unpriced=unpriced or [])
+                    unpriced=unpriced or [],
+                    apart=apart_pairs([str(e) for e in axes[0].values], list(hardware)))
     _search(result, scenario.sheet.magnitude, jobs)
     return result
 
@@ -257,12 +273,13 @@ def _search(result: Result, default: Callable[[str], float], jobs: int | None = 
     tasks = [(k, (k * inner + a, k * inner + b)) for k in range(len(engine.values))
              for a, b in grid.box_spans(result.axes[1:], CHUNK_ROWS)]
     shaped = [_ready(result.sheets[str(e)], result.axes[1:]) for e in engine.values]
+    runnable = result.runnable_items()
 
     def work(task: tuple[int, tuple[int, int]]) -> _Part:
         k, (start, stop) = task
         cols = grid.evaluate_box(result.sheets[str(engine.values[k])], result.axes[1:],
                                  start - k * inner, stop - k * inner, _ONLY, shaped[k])
-        return _part(result, cols, start, stop, limits, k * len(block.labels))
+        return _part(result, cols, start, stop, limits, k * len(block.labels), runnable)
     workers = min(jobs or jobs_default(), len(tasks))
     parts = _in_order(work, tasks, workers)
     best = {n: np.full(2 * len(block.labels) * len(engine.values), np.inf) for n in SERVED}
@@ -274,7 +291,8 @@ def _search(result: Result, default: Callable[[str], float], jobs: int | None = 
               **{n: [p.kept[n] for p in parts] for n in VALUES}}
     joined = dict(zip(pieces, _in_order(np.concatenate, list(pieces.values()), workers),
                       strict=True))
-    result.searched = grid.size(result.axes)
+    # the rows of an engine on an accelerator it does not run on are no candidates
+    result.searched = grid.size(result.axes) * int(runnable.sum()) // len(runnable)
     result.rows, result.values = joined["rows"], {n: joined[n] for n in VALUES}
     result.objective_all, result.violation_all = joined["objective"], joined["violation"]
     result.families = [(str(e), str(label), bool(d)) for e in engine.values
@@ -317,30 +335,32 @@ def _ready(sheet: Sheet, axes: Sequence[grid.AnyAxis]) -> bool:
 
 
 def _part(result: Result, cols: Mapping[str, np.ndarray], start: int, stop: int,
-          limits: Mapping[str, float], first_item: int) -> _Part:
+          limits: Mapping[str, float], first_item: int, runnable: np.ndarray) -> _Part:
     """Rows ``start:stop`` of one engine's columns (its accelerator items from
-    ``first_item``)."""
+    ``first_item``; ``runnable``: per item, whether the engine runs on it)."""
     n = stop - start
-    idx = np.flatnonzero((np.broadcast_to(cols["plan_feasible"], n) == 1)
-                         & (np.broadcast_to(cols["engine_starts"], n) == 1))
     labels = len(result.axes[1].values)
     inner = grid.size(result.axes[1:]) // labels
     item = np.arange(start, stop) // inner % labels + first_item
-    keys, reached = _family_best(cols, item, labels)
+    runs = runnable[item]
+    idx = np.flatnonzero((np.broadcast_to(cols["plan_feasible"], n) == 1)
+                         & (np.broadcast_to(cols["engine_starts"], n) == 1) & runs)
+    keys, reached = _family_best(cols, item, labels, runs)
+    objective = ranked(cols[OBJECTIVES[result.question.objective][0]], result.question.objective)
+    objective = np.where(runs, np.broadcast_to(objective, n), np.inf)  # never "better"
+    violation = np.where(runs, np.broadcast_to(_violation(cols, limits), n), np.inf)
     return _Part(idx + start, {n: cols[n][idx] for n in VALUES},
-                 ranked(cols[OBJECTIVES[result.question.objective][0]],
-                        result.question.objective).astype(np.float32),
-                 _violation(cols, limits).astype(np.float32), keys, reached)
+                 objective.astype(np.float32), violation.astype(np.float32), keys, reached)
 
 
-def _family_best(cols: Mapping[str, np.ndarray], item: np.ndarray,
-                 labels: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _family_best(cols: Mapping[str, np.ndarray], item: np.ndarray, labels: int,
+                 runs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A chunk's best served latency per run of one family's rows, and each run's family:
     the family of a row is its engine and accelerator item (``item``) and whether it is
     disaggregated; only rows that fit in memory count (a batch KV cannot hold reaches
-    nothing)."""
+    nothing, nor does an engine on an accelerator it does not run on: ``runs`` false)."""
     n = len(item)
-    fits = (np.broadcast_to(cols["batch_fits"], n) == 1) & \
+    fits = runs & (np.broadcast_to(cols["batch_fits"], n) == 1) & \
         (np.broadcast_to(cols["model_fits"], n) == 1) & \
         (np.broadcast_to(cols["engine_starts"], n) == 1)
     disagg = np.broadcast_to(cols["disaggregated"], n) != 0

@@ -186,9 +186,15 @@ class Engine:
         return self._kv_capacity() - self.kv_dec - self.pool.prefill * self.pool.block_size
 
     def _recount(self) -> None:
-        r, bs = self.reqs, self.pool.block_size
-        held = sum(blocks(r.isl[i] + self._gen(i) - 1, bs) for i in self.decoding)
-        self.pool.recount(self.G, held, self.n_dec)
+        bs = self.pool.block_size
+        held = sum(blocks(self._kv_tokens(i), bs) for i in self.decoding)
+        self.pool.recount(self.G, held, 0 if self.policy.reserve else self.n_dec)
+
+    def _kv_tokens(self, i: int) -> int:
+        """Tokens of KV request ``i`` holds blocks for as a decoder: its context so far, or,
+        where admission reserves (preemption "none"), its whole request, which never grows."""
+        r = self.reqs
+        return r.isl[i] + (r.osl[i] if self.policy.reserve else self._gen(i)) - 1
 
     def _gen(self, i: int) -> int:
         if self.spec is not None:
@@ -299,6 +305,8 @@ class Engine:
     def _take(self, i: int, tokens: int, fresh: bool = False) -> bool:
         """Give request ``i`` the blocks for ``tokens`` tokens of KV, if the pool has them."""
         r, pool = self.reqs, self.pool
+        if self.policy.reserve:  # the whole request's, from its first chunk on
+            tokens = max(tokens, r.isl[i] + r.osl[i] - 1)
         need = blocks(tokens, pool.block_size) - (0 if fresh else r.held[i])
         if need > pool.free_bound(self.G):
             self._recount()
@@ -323,7 +331,7 @@ class Engine:
             r.gen[i] += 1
             self.pool.prefill -= r.held[i]
             self.pool.decode += r.held[i]
-            self.pool.grow += 1
+            self.pool.grow += not self.policy.reserve  # a reservation does not grow
             self._join(i)
 
     def _join(self, i: int) -> None:
@@ -351,14 +359,14 @@ class Engine:
     def _leave(self, i: int) -> int:
         """Take decoder ``i`` out of the aggregates; returns its tokens out."""
         r = self.reqs
-        gen = self._gen(i)
+        gen, held = self._gen(i), blocks(self._kv_tokens(i), self.pool.block_size)
         if self.spec is not None:
             self.spec.leave(i, self.G)
         self.decoding.discard(i)
         self.order.remove(i)
         self.n_dec -= 1
         self.kv_dec -= r.isl[i] + gen
-        self.pool.decode -= blocks(r.isl[i] + gen - 1, self.pool.block_size)
+        self.pool.decode -= held
         return gen
 
     def _finish(self, i: int) -> None:

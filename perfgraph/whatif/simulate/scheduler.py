@@ -27,6 +27,12 @@ defaults to the ``--engine``'s own:
   decodes included (``--token-budget``, else the sheet's ``max_num_batched_tokens`` under
   the realistic terms, else concurrency + roofline_chunk_tokens), context chunking as the
   engine file says.
+- ``preemption`` (each engine file's ``[scheduler]``): "recompute" (vLLM, SGLang, ATOM):
+  a request is admitted once its prompt's KV fits, and when the pool is full the newest
+  gives its blocks back and is recomputed later (:mod:`.preemption`); "none" (TensorRT-LLM's
+  GUARANTEED_NO_EVICT capacity policy): a request is admitted only when the pool can hold
+  its whole KV, prompt and output (its ``osl`` standing for its ``max_tokens``), reserved
+  at admission, so no request is ever evicted and the pool never fills mid-run.
 - ``static`` (no engine): a batch of up to ``max_num_seqs`` requests is prefilled whole, then
   decoded until its last request ends; the next batch starts only then.
 
@@ -79,6 +85,8 @@ class Policy:
     #: budget, so a step takes up to ``lanes`` budgets, one prompt's chunk at most one
     lanes: int = 1
     decode_tokens: int = 1  # budget tokens a decode takes: spec_k + 1
+    #: preemption "none": admission reserves the request's whole KV (prompt and output)
+    reserve: bool = False
 
     def prefill_budget(self, decodes: int) -> int:
         if self.fixed:
@@ -108,16 +116,17 @@ def policy(name: str, sheet: Sheet, token_budget: int | None, max_seqs: int | No
     if name == STATIC:
         return Policy(name, False, False, True, 0, budget or (1 << 40), 0, seqs, 1, per)
     rule = _rule(name)
+    reserve = rule.preemption == "none"
     if rule.batching == "mixed":
         # V0's virtual engines each hold the engine's own budget (none in the seed's scheduler)
         lanes = max(1, math.floor(m("step_schedulers"))) if budget and chunked else 1
         return Policy(name, chunked, chunked, False, chunk, budget or context,
-                      budget if chunked else 0, seqs, lanes, per)
+                      budget if chunked else 0, seqs, lanes, per, reserve)
     if rule.batching == "prefill-first":
         return Policy(name, False, rule.chunked_prefill, False, 0, budget or context, 0, seqs,
-                      1, per)
+                      1, per, reserve)
     return Policy(name, True, rule.chunked_prefill, False, 0, 0, budget or seqs * per + chunk,
-                  seqs, 1, per)
+                  seqs, 1, per, reserve)
 
 
 def _engine_budget(sheet: Sheet) -> int:

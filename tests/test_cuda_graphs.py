@@ -1,0 +1,58 @@
+"""CUDA graphs in the step model: the engine file's [cuda_graph] table as cells; a decode
+batch above the engine's largest captured one runs eagerly and pays every layer's launches
+(n_layers × eager_layer_step_time), one within it replays a graph and does not. With
+eager_layer_step_time at its default 0 the roofline (and every calibration, which does not
+set it) is unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfgraph.scenario.loading import ScenarioSpec, load, parse_set
+from perfgraph.whatif.simulate.step_sheet import StepSheet
+
+
+def _sheet(engine: str, *sets: str):  # noqa: ANN202
+    return load(ScenarioSpec(engine=engine, sets=tuple(parse_set(s) for s in sets))).sheet
+
+
+def test_the_engine_files_graph_table_is_cells() -> None:
+    trt, vllm = _sheet("trtllm"), _sheet("vllm")
+    assert trt.magnitude("cuda_graph_max_batch") == 128
+    assert trt.magnitude("cuda_graph_decode") and not trt.magnitude("cuda_graph_mixed")
+    assert vllm.magnitude("cuda_graph_max_batch") == 512 and vllm.magnitude("cuda_graph_mixed")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "atom"])
+def test_zero_in_the_roofline(engine: str) -> None:
+    sheet = _sheet(engine, "concurrency=1000")  # above every engine's captured batch
+    assert sheet.magnitude("eager_step_time", "ms") == 0
+
+
+@pytest.mark.parametrize(("batch", "extra_ms"), [(128, 0.0), (129, 1.6)])
+def test_a_batch_above_the_captured_one_pays_every_layers_launches(
+        batch: int, extra_ms: float) -> None:
+    # TensorRT-LLM captures decode batches up to 128; Llama 70B has 80 layers:
+    # 80 × 20 µs = 1.6 ms on every decode step of a batch of 129, nothing at 128
+    eager = _sheet("trtllm", f"concurrency={batch}", "eager_layer_step_time=20 us")
+    graphed = _sheet("trtllm", f"concurrency={batch}")
+    assert eager.magnitude("n_layers") == 80
+    assert eager.magnitude("decode_step_time", "ms") - graphed.magnitude(
+        "decode_step_time", "ms") == pytest.approx(extra_ms, abs=1e-9)
+
+
+def test_the_simulators_step_follows_the_engines_graphs() -> None:
+    """A decode-only step of 129 runs eagerly under TensorRT-LLM, one of 128 does not, and a
+    step carrying a prompt chunk runs eagerly (its context steps are not captured); vLLM's
+    piecewise graphs cover the mixed step."""
+    def extra(engine: str, decodes: int, prompt: int) -> float:
+        on = StepSheet.from_sheet(_sheet(engine, "eager_layer_step_time=20 us"))
+        off = StepSheet.from_sheet(_sheet(engine))
+        kv = decodes * 1536 + prompt
+        args = (decodes, prompt, kv, decodes * 1536, float(prompt * prompt), 1 if prompt else 0)
+        return (on.time(*args) - off.time(*args)) * 1e3
+
+    assert extra("trtllm", 128, 0) == pytest.approx(0.0, abs=1e-9)
+    assert extra("trtllm", 129, 0) == pytest.approx(1.6, rel=1e-9)
+    assert extra("trtllm", 64, 512) == pytest.approx(1.6, rel=1e-9)
+    assert extra("vllm", 64, 512) == pytest.approx(0.0, abs=1e-9)
