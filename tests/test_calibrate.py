@@ -224,3 +224,18 @@ def test_bad_calibration_files_name_file_and_line(tmp_path, capsys, body, messag
     assert message in err and str(path) in err and "Traceback" not in err
     assert main(["eval", "--calibration", str(tmp_path / "nope.toml")]) == 2
     assert "no such calibration file" in capsys.readouterr().err
+
+
+def test_per_run_gives_each_held_out_runs_model_and_measured(fit):
+    """per_run: each held-out run's model / measured under the fit's values, the same ratios
+    the held-out error is the median of."""
+    from perfgraph.measured.calibration import per_run
+
+    got = per_run(Baseline.from_spec(ScenarioSpec()), fit.held_out_runs, fit.values)
+    assert len(got) == 15
+    tpot = next(e for e in fit.held_out if e.metric == "tpot")
+    ratios = sorted(measured / model for _, m in got for k, (model, measured) in m.items()
+                    if k == "tpot")
+    assert ratios == pytest.approx(sorted(tpot.ratios))
+    c, m = got[0]
+    assert m["tpot"][1] == c.metric("tpot").measured

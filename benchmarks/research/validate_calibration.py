@@ -50,7 +50,13 @@ sys.path.insert(0, str(ROOT))
 from perfgraph._infra.atomic import write_text_atomic  # noqa: E402
 from perfgraph.measured import bands  # noqa: E402
 from perfgraph.measured.adapters import MeasuredRun, read_runs  # noqa: E402
-from perfgraph.measured.calibration import Fit, MetricError, calibrate, overlay_text  # noqa: E402
+from perfgraph.measured.calibration import (  # noqa: E402
+    Fit,
+    MetricError,
+    calibrate,
+    overlay_text,
+    per_run,
+)
 from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
@@ -671,6 +677,25 @@ def bounds_markdown(fits: list[tuple[Split, Fit]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def runs_markdown(fits: list[tuple[Split, Fit]]) -> str:
+    """Per split: its fitted values, then each held-out run's model and measured metrics
+    (the split's calibration applied), to see which runs a split misses and by how much."""
+    lines = []
+    for split, fit in fits:
+        values = ", ".join(f"{c} = {v:.4g}" for c, v in fit.values.items())
+        lines += ["", f"### {split.name}", "", f"fitted: {values}", "",
+                  "| run | load | TTFT model / measured | TPOT model / measured | "
+                  "throughput model / measured |", "|---|---|---:|---:|---:|"]
+        held_base = Baseline.from_spec(_spec(split.held, split.sets))
+        for c, got in per_run(held_base, fit.held_out_runs, fit.values):
+            cells = [f"{got[m][0]:.4g} / {got[m][1]:.4g}" if m in got else "—"
+                     for m in FIT_METRICS]
+            load = c.run.concurrency or f"{c.run.request_rate} req/s"
+            lines.append(f"| {c.run.model} {c.run.isl_configured}/{c.run.osl_configured} "
+                         f"#{c.run.index} | {load} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON, not Markdown")
@@ -679,10 +704,26 @@ def main() -> int:
     parser.add_argument("--write-domains", action="store_true",
                         help="write the shipped profiles' domain, bands and errors from their "
                              "runs and the splits, leaving their fitted values as they are")
+    parser.add_argument("--only", metavar="SUBSTRING", action="append",
+                        help="only the splits whose name or kind (workload, gpu, precision, "
+                             "model, build) holds SUBSTRING; repeat for several (while "
+                             "iterating: the pooled figures and bands are then of those alone)")
+    parser.add_argument("--runs", action="store_true",
+                        help="also print, per split, each held-out run: model and measured "
+                             "TTFT, TPOT and throughput, and the fitted values")
     args = parser.parse_args()
     os.chdir(ROOT)
-    fits = [(s, run_split(s)) for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS,
-                                          *build_splits())]
+    chosen = [s for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
+              if args.only is None or any(o in s.name or o == s.kind for o in args.only)]
+    if not chosen:
+        print(f"--only {' '.join(args.only)}: no split's name or kind holds it",
+              file=sys.stderr)
+        return 2
+    if args.only is not None and (args.write_profiles or args.write_domains):
+        print("--only: the profiles are written from every split; drop --only",
+              file=sys.stderr)
+        return 2
+    fits = [(s, run_split(s)) for s in chosen]
     if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits}
         for profile in PROFILES:
@@ -694,6 +735,8 @@ def main() -> int:
                                 indent=2) + "\n"
                      if args.json else markdown(table) + pooled_markdown(summary)
                      + coverage_markdown(covered) + bounds_markdown(fits))
+    if args.runs:
+        sys.stdout.write(runs_markdown(fits))
     return 0
 
 

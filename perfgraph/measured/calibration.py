@@ -197,6 +197,23 @@ def _groups(base: Baseline, comparisons: Sequence[Comparison],
     return groups
 
 
+def per_run(base: Baseline, runs: Sequence[Comparison], values: Mapping[str, float],
+            ) -> list[tuple[Comparison, dict[str, tuple[float, float]]]]:
+    """Each run with, per metric it has, (model, measured) under ``values`` (a fit's): what a
+    fit's median error hides, run by run."""
+    members: dict[tuple, list[Comparison]] = {}
+    for c in runs:
+        members.setdefault(c.setup.group, []).append(c)
+    out = []
+    for chosen, group in zip(members.values(), _groups(base, runs, leave_out_queued=False),
+                             strict=True):
+        predicted = _predict(group, values)
+        for i, c in enumerate(chosen):
+            out.append((c, {m: (float(predicted[m][i]), float(group.measured[m][i]))
+                            for m in FIT_METRICS if math.isfinite(group.measured[m][i])}))
+    return out
+
+
 def _key(c: Comparison) -> str | None:
     m = c.metric("throughput")
     return m.measured_as if m is not None else None
