@@ -239,3 +239,17 @@ def test_per_run_gives_each_held_out_runs_model_and_measured(fit):
     assert ratios == pytest.approx(sorted(tpot.ratios))
     c, m = got[0]
     assert m["tpot"][1] == c.metric("tpot").measured
+
+
+def test_a_joint_fit_takes_each_part_with_its_own_baseline():
+    """calibrate(also=…): runs served with other options are fitted together with the main
+    ones, each part modelled on its own baseline (here the 8k/1k runs with a KV fraction
+    that holds far fewer sequences: their queueing, and so the fit, changes)."""
+    base = Baseline.from_spec(ScenarioSpec())
+    other = Baseline.from_spec(ScenarioSpec(sets=(("kv_memory_fraction", "0.2"),)))
+    runs_1k, runs_8k = read_runs(H100_1K).runs, read_runs(H100_8K).runs
+    same = calibrate(runs_1k, base, also=[(runs_8k, base)], targets=["bandwidth_efficiency"])
+    joint = calibrate(runs_1k, base, also=[(runs_8k, other)], targets=["bandwidth_efficiency"])
+    assert len(joint.fitted_runs) == 30 and joint.workloads == ("1024/1024", "8192/1024")
+    assert [e.runs for e in joint.fitted] == [30, 30, 30]
+    assert joint.residual != pytest.approx(same.residual, rel=1e-3)
