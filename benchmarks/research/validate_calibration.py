@@ -24,6 +24,10 @@ Why the method is as it is (each choice measured on these splits):
 - TTFT is held against a run's median where the file has one: InferenceX's client starts all
   N users at once, so the first tenth of its requests queue behind each other's prefills and
   the mean carries them (the workload splits' TTFT within 25% went from 6 to 11 of 18).
+- Leave one model out: a profile is a joint fit over every model of its hardware × engine
+  (``Profile.files`` mixing sources, each modelled with its own options: ``_parts``); the
+  per-step fixed cost of one model's fit goes on the per-layer term (targets.SPLIT_OVERHEAD).
+  Per split, ``--runs`` prints each held-out run's model and measured figures.
 - The 80% band is split-conformal over the other splits of a kind: the plain p10–p90 of a
   profile's own splits covered 54% of held-out values, the conformal rank over them 64%;
   widening a workload split's band to every workload split's, and giving the GPU splits a
