@@ -123,3 +123,17 @@ def test_v0_pipeline_steps_carry_one_budget_per_virtual_engine() -> None:
     # two prompts side by side: both first tokens come with the 4th step (4 × 2048 = 8192)
     assert t["first_token"][0] == pytest.approx(t["first_token"][1])
     assert t["first_token"][0] == pytest.approx(steps["end"][3] + run.model.ttft_overhead)
+
+
+def test_a_first_token_comes_ttft_wait_steps_steps_after_its_prompts_last_step() -> None:
+    """ttft_wait_steps = 2: one 8k prompt alone, its first token two of its last step's
+    times after that step ends (the step's own time stands for a step's), as the sheet's
+    ttft_chunk_wait adds two decode steps."""
+    sets = ("tp=4", "ttft_wait_steps=2", "ttft_overhead=5 ms")
+    run = simulate(load(replace(H100_8K, sets=tuple(map(parse_set, sets)))).sheet,
+                   Setup(rate=float("inf"), requests=1, lengths="fixed"))
+    steps, first = run.engine.log.arrays(), run.engine.reqs.table()["first_token"][0]
+    last = int(sum(1 for p in steps["prefill"] if p > 0)) - 1
+    dt = steps["end"][last] - (steps["end"][last - 1] if last else 0.0)
+    assert run.model.ttft_wait_steps == 2
+    assert first == pytest.approx(steps["end"][last] + 0.005 + 2 * dt)

@@ -42,6 +42,7 @@ TARGETS = (
            "fixed time each MoE layer adds to a step beyond a dense layer's"),
     Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
     Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
+    Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
     Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
     Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
 )
