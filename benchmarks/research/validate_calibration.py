@@ -65,6 +65,7 @@ from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
 from perfgraph.measured.targets import FIT_METRICS  # noqa: E402
+from perfgraph.measured.targets import TARGETS as FITTED  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
 from perfgraph.scenario.domain import Domain, toml_lines  # noqa: E402
 from perfgraph.scenario.profiles import PROFILES_DIR  # noqa: E402
@@ -447,9 +448,31 @@ PROFILES = (
 )
 
 
+#: Terms a profile holds at 0 when its runs are too few to fit every target at two measured
+#: values each (the shipped profiles' rule, tests/test_profiles.py): the newest first.
+PROFILE_OPTIONAL = ("ttft_wait_steps",)
+
+
+def profile_fit(profile: Profile) -> Fit:
+    """The profile's fit on every file of its hardware × engine, jointly; where its runs give
+    fewer than two values (TTFT, TPOT, throughput a run) a fitted target, PROFILE_OPTIONAL
+    held at 0 and said so."""
+    parts = _parts(profile.files, profile.sets, profile.hardware)
+    fit = _fit(parts)
+    held = {n.split(":")[0] for n in fit.notes if ": held at" in n}
+    free = [c for c in fit.values if c in {t.cell for t in FITTED} and c not in held]
+    if 2 * len(free) <= 3 * len(fit.fitted_runs):
+        return fit
+    fit = _fit(parts, fixed=dict.fromkeys(PROFILE_OPTIONAL, 0.0))
+    values = 3 * len(fit.fitted_runs)
+    said = tuple(f"{c}: held at 0: {len(fit.fitted_runs)} runs ({values} values) fit at most "
+                 f"{values // 2} targets at two values each" for c in PROFILE_OPTIONAL)
+    return replace(fit, notes=fit.notes + said)
+
+
 def write_profile(profile: Profile, split_fits: dict[str, Fit],
                   fits: list[tuple[Split, Fit]]) -> Path:
-    fit = _fit(_parts(profile.files, profile.sets, profile.hardware))
+    fit = profile_fit(profile)
     worst = {}
     for name in profile.splits:
         for e in split_fits[name].held_out:
