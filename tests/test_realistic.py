@@ -55,6 +55,16 @@ def test_the_kernel_roofline_sums_the_gemms_and_the_attention() -> None:
     assert s.magnitude("decode_step_time") == pytest.approx((linear + kv_total / BW) * 1e3)
 
 
+def test_a_prompt_chunk_runs_its_gemms_at_prefill_efficiency() -> None:
+    """A compute-bound chunk step (a 60k-token chunk beside the 64 decodes): the decodes'
+    FLOPs at compute_efficiency 0.5, the chunk's at prefill_compute_efficiency 0.25."""
+    s = sheet(kernel_roofline="true", chunk_step_tokens="60000 token",
+              compute_efficiency="0.5", prefill_compute_efficiency="0.25")
+    gemms = (64 * 2 * P / (0.5 * FLOPS) + 60000 * 2 * P / (0.25 * FLOPS)) * 1e3  # ms
+    assert gemms > P / BW * 1e3  # compute-bound: the FLOPs, not the weights, set it
+    assert s.magnitude("step_linear_time", "ms") == pytest.approx(gemms)
+
+
 def test_ttft_and_step_overheads_add_as_their_mechanisms_say() -> None:
     base = sheet()
     s = sheet(ttft_overhead="40 ms", seq_step_overhead="50 us")
