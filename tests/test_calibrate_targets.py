@@ -44,7 +44,7 @@ def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(InputError, match="expected some of"):
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
-    assert len(TARGETS) == 11
+    assert len(TARGETS) == 12  # ttft_wait_steps the twelfth
 
 
 @pytest.mark.parametrize(("table", "said"), [
@@ -73,12 +73,15 @@ def test_the_overhead_split_fits_only_what_the_models_tell_apart() -> None:
         return type("S", (), {"magnitude": lambda _, c: {
             "n_layers": layers, "n_moe_layers": moe}[c]})()
 
-    one = [Group(80, 0), Group(80, 0)]  # Llama-70B alone: only the sum is fixed
-    held, notes = _unidentified(one, {})
-    assert held == {"layer_step_time": 0.0, "moe_layer_step_time": 0.0} and len(notes) == 2
-    dense = [Group(80, 0), Group(32, 0)]  # 70B and 8B: the per-layer share fits
+    one = [Group(80, 0), Group(80, 0)]  # Llama-70B alone: only the sum is fixed, and it goes
+    held, notes = _unidentified(one, {})  # on the per-layer term, which carries to an 8B
+    assert held == {"moe_layer_step_time": 0.0, "step_host_time": 0.0} and len(notes) == 2
+    dense = [Group(80, 0), Group(32, 0)]  # 70B and 8B: the host's per-step share fits too
     assert _unidentified(dense, {})[0] == {"moe_layer_step_time": 0.0}
     # DeepSeek-R1 (61 layers, 58 MoE) beside the two: every term fits
     assert _unidentified([*dense, Group(61, 58)], {}) == ({}, ())
-    # a term the caller holds is not judged
+    # DeepSeek-R1 alone: its per-layer term takes the sum, as for a dense model
+    assert _unidentified([Group(61, 58)], {})[0] == {"moe_layer_step_time": 0.0,
+                                                      "step_host_time": 0.0}
     assert _unidentified(one, {"layer_step_time": 5.0})[0] == {"moe_layer_step_time": 0.0}
+    assert _unidentified(one, {"step_host_time": 1.0})[0] == {"moe_layer_step_time": 0.0}

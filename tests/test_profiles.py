@@ -30,7 +30,10 @@ def test_each_profile_states_what_it_was_fitted_on_and_stays_in_bounds(path) -> 
     assert path.name == f"{profile['hardware']}.{profile['engine']}.toml"
     # at least twice as many measured values (TTFT, TPOT, throughput a run) as targets: the
     # InferenceX profiles have 6-12 runs a hardware × engine, InferenceMAX's vLLM ones 20-30
-    assert 3 * profile["runs"] >= 2 * len({t.cell for t in TARGETS} & set(data["values"]))
+    # (a target held at a value the notes name, not fitted, is not counted)
+    held = {t.cell for t in TARGETS if f"# Note: {t.cell}: held at" in path.read_text()}
+    fitted = {t.cell for t in TARGETS} & set(data["values"]) - held
+    assert 3 * profile["runs"] >= 2 * len(fitted)
     assert set(profile["held_out"]) == {"ttft", "tpot", "throughput"}
     sheet = load(ScenarioSpec(hardware=profile["hardware"], calibration=str(path))).sheet
     for t in TARGETS:

@@ -22,6 +22,17 @@ IX = Path(__file__).parent / "data" / "measured" / "inferencex_dsr1" / "aggregat
     "benchmarks.json"
 PAIRS = (("b200", "sglang"), ("h200", "sglang"), ("b200", "trtllm"), ("h200", "trtllm"),
          ("mi355x", "sglang"), ("mi355x", "atom"))
+#: the joint profiles: their pair's other models, and those models' runs (DataCrunch's SGLang
+#: Llama-3.3-70B file; NVIDIA's TensorRT-LLM 0.14 online table, H200 rows)
+JOINT = {("h200", "sglang"): (("llama-3.3-70b",), 7),
+         ("h200", "trtllm"): (("llama-3.1-70b", "llama-3.1-8b"), 36)}
+
+
+def _domain(hardware: str, engine: str) -> str:
+    """The domain a pair's profile labels DeepSeek-R1 with."""
+    others, _ = JOINT.get((hardware, engine), ((), 0))
+    return "MoE/MLA (deepseek-r1-0528)" if not others else \
+        f"dense/MoE/MLA (deepseek-r1-0528, {', '.join(others)})"
 
 
 def test_the_rows_are_the_aggregated_ones_without_mtp() -> None:
@@ -39,32 +50,50 @@ def test_auto_picks_the_profile_of_its_hardware_and_engine(hardware, engine) -> 
     profile = tomlfile.read(path).data["profile"]
     assert "InferenceX" in profile["engine_version"]
     # the workloads as the benchmark named them (modelled at 0.9 × nominal, their mean)
-    assert profile["workloads"] == ["1024/1024", "1024/8192", "8192/1024"]
+    assert {"1024/1024", "1024/8192", "8192/1024"} <= set(profile["workloads"])
     runs = [r for r in read_runs(IX).runs if (r.hardware or "").lower() == hardware
             and r.engine == engine and r.precision == "fp8"]
-    assert profile["runs"] == len(runs)  # every FP8 row of the pair
+    others, other_runs = JOINT.get((hardware, engine), ((), 0))
+    assert profile["runs"] == len(runs) + other_runs  # every FP8 row of the pair, and more
     scenario = load(ScenarioSpec(model="deepseek-r1-0528", hardware=hardware, engine=engine,
                                  calibration="auto"))
     held = profile["held_out"]
     assert scenario.prediction.startswith(
-        f"calibrated: {hardware}.{engine}, {len(runs)} runs, in domain: MoE/MLA "
-        f"(deepseek-r1-0528), held-out error ttft {100 * held['ttft']:.0f}%, tpot "
+        f"calibrated: {hardware}.{engine}, {profile['runs']} runs, in domain: "
+        f"{_domain(hardware, engine)}, held-out error ttft {100 * held['ttft']:.0f}%, tpot "
         f"{100 * held['tpot']:.0f}%, throughput {100 * held['throughput']:.0f}%; 80% band ")
-    assert profile["domain"]["models"] == ["deepseek-r1-0528"]
-    assert profile["domain"]["isl"] == [1024, 8192] and profile["domain"]["osl"] == [1024, 8192]
+    assert profile["domain"]["models"] == ["deepseek-r1-0528", *others]
+    if not others:
+        assert profile["domain"]["isl"] == [1024, 8192]
+        assert profile["domain"]["osl"] == [1024, 8192]
 
 
 def test_a_dense_model_on_a_moe_profile_quotes_the_leave_one_model_out_error() -> None:
-    # the issue's case: Llama-3.3-70B on the TensorRT-LLM H200 profile fitted on DeepSeek-R1
-    profile = tomlfile.read(PROFILES_DIR / "h200.trtllm.toml").data["profile"]
-    said = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", engine="trtllm",
+    # the issue's case, on the B200 TensorRT-LLM profile (fitted on DeepSeek-R1 alone; the
+    # H200 one now fits the dense Llamas of its pair too)
+    profile = tomlfile.read(PROFILES_DIR / "b200.trtllm.toml").data["profile"]
+    said = load(ScenarioSpec(model="llama-3.3-70b", hardware="b200", engine="trtllm",
                              calibration="auto")).prediction
     model = profile["errors"]["model"]
-    assert said.startswith("calibrated: h200.trtllm, 9 runs; dense model; profile fitted on "
+    assert said.startswith("calibrated: b200.trtllm, 9 runs; dense model; profile fitted on "
                            "MoE/MLA (deepseek-r1-0528); 70.6B parameters, fitted 671B: "
                            "extrapolated; leave-one-model-out error ttft "
                            f"{100 * model['ttft']:.0f}%, tpot {100 * model['tpot']:.0f}%")
     assert "held-out error" not in said  # never the in-domain error
+
+
+def test_the_joint_h200_trtllm_profile_holds_a_dense_llama_in_its_domain() -> None:
+    """Fitted on DeepSeek-R1 and on NVIDIA's Llama-3.1 8B and 70B runs together (across
+    engine builds, which its version says), the H200 TensorRT-LLM profile takes Llama-3.3-70B
+    (Llama-3.1-70B's architecture) in its domain."""
+    profile = tomlfile.read(PROFILES_DIR / "h200.trtllm.toml").data["profile"]
+    assert "0.14.0" in profile["engine_version"] and "another build" in profile["engine_version"]
+    assert profile["domain"]["architecture"] == ["dense", "moe", "mla"]
+    said = load(ScenarioSpec(model="llama-3.3-70b", hardware="h200", engine="trtllm",
+                             calibration="auto")).prediction
+    assert said.startswith("calibrated: h200.trtllm, 45 runs, in domain: "
+                           f"{_domain('h200', 'trtllm')}; llama-3.3-70b has the architecture "
+                           "of llama-3.1-70b, held-out error")
 
 
 def test_eval_labels_its_output_with_the_profile(capsys) -> None:
@@ -121,7 +150,7 @@ def test_compare_names_the_profile_that_predicts_each_row(capsys) -> None:
     for hardware, engine in PAIRS:
         held = tomlfile.read(PROFILES_DIR / f"{hardware}.{engine}.toml").data["profile"]
         assert f"predicted by calibrated: {hardware}.{engine}, {held['runs']} runs, in " \
-            "domain: MoE/MLA (deepseek-r1-0528), held-out error ttft " \
+            f"domain: {_domain(hardware, engine)}, held-out error ttft " \
             f"{100 * held['held_out']['ttft']:.0f}%" in out
     assert main(["compare", str(IX)]) == 0
     assert "predicted by" not in capsys.readouterr().out  # the roofline alone

@@ -26,7 +26,7 @@ def test_the_roofline_scenario_has_every_realistic_term_at_zero() -> None:
     assert s.magnitude("ttft") == pytest.approx(s.magnitude("prefill_time"))
     assert s.magnitude("itl") == pytest.approx(s.magnitude("decode_step_time"))
     for cell in ("step_prefill_tokens", "prefill_tp_comm_time", "ttft_in_batch",
-                 "ttft_overhead", "seq_step_overhead"):
+                 "ttft_overhead", "seq_step_overhead", "ttft_wait_steps"):
         assert s.magnitude(cell) == 0, cell
 
 
@@ -55,12 +55,35 @@ def test_the_kernel_roofline_sums_the_gemms_and_the_attention() -> None:
     assert s.magnitude("decode_step_time") == pytest.approx((linear + kv_total / BW) * 1e3)
 
 
+def test_a_prompt_chunk_runs_its_gemms_at_prefill_efficiency() -> None:
+    """A compute-bound chunk step (a 60k-token chunk beside the 64 decodes): the decodes'
+    FLOPs at compute_efficiency 0.5, the chunk's at prefill_compute_efficiency 0.25."""
+    s = sheet(kernel_roofline="true", chunk_step_tokens="60000 token",
+              compute_efficiency="0.5", prefill_compute_efficiency="0.25")
+    gemms = (64 * 2 * P / (0.5 * FLOPS) + 60000 * 2 * P / (0.25 * FLOPS)) * 1e3  # ms
+    assert gemms > P / BW * 1e3  # compute-bound: the FLOPs, not the weights, set it
+    assert s.magnitude("step_linear_time", "ms") == pytest.approx(gemms)
+
+
 def test_ttft_and_step_overheads_add_as_their_mechanisms_say() -> None:
     base = sheet()
     s = sheet(ttft_overhead="40 ms", seq_step_overhead="50 us")
     assert s.magnitude("ttft") == pytest.approx(base.magnitude("ttft") + 40)
     assert s.magnitude("decode_step_time") == pytest.approx(
         base.magnitude("decode_step_time") + 64 * 0.050)
+
+
+def test_a_first_token_waits_whole_decode_steps_as_ttft_wait_steps_says() -> None:
+    """Two steps' wait: TTFT grows by 2 × the decode step (12.93 ms here: the 64 users'
+    step), alone (the prompt in a step of its own) and with the
+    prompt riding the decode steps (their wait adds the same two steps)."""
+    for on in ({}, {"prefill_in_step": "true"}):
+        base, waited = sheet(**on), sheet(ttft_wait_steps="2", **on)
+        step = base.magnitude("decode_step_time", "ms")
+        assert waited.magnitude("decode_step_time", "ms") == pytest.approx(step)
+        assert waited.magnitude("ttft", "ms") - base.magnitude("ttft", "ms") == \
+            pytest.approx(2 * step, rel=1e-6)
+    assert sheet().magnitude("decode_step_time", "ms") == pytest.approx(12.93, abs=0.01)
 
 
 def test_exposed_tp_all_reduces_slow_the_prefill() -> None:

@@ -154,3 +154,17 @@ def test_a_roofline_batch_past_the_threshold_stays_full() -> None:
     assert sheet.magnitude("chunk_size", "token") == 0
     s = summarise(simulate(sheet, Setup(users=320, requests=1280)), sheet)
     assert s.preemptions == 0 and s.batch.mean >= 0.95 * 320
+
+
+def test_a_first_token_comes_ttft_wait_steps_steps_after_its_prompts_last_step() -> None:
+    """ttft_wait_steps = 2: one 8k prompt alone, its first token two of its last step's
+    times after that step ends (the step's own time stands for a step's), as the sheet's
+    ttft_chunk_wait adds two decode steps."""
+    sets = ("tp=4", "ttft_wait_steps=2", "ttft_overhead=5 ms")
+    run = simulate(load(replace(H100_8K, sets=tuple(map(parse_set, sets)))).sheet,
+                   Setup(rate=float("inf"), requests=1, lengths="fixed"))
+    steps, first = run.engine.log.arrays(), run.engine.reqs.table()["first_token"][0]
+    last = int(sum(1 for p in steps["prefill"] if p > 0)) - 1
+    dt = steps["end"][last] - (steps["end"][last - 1] if last else 0.0)
+    assert run.model.ttft_wait_steps == 2
+    assert first == pytest.approx(steps["end"][last] + 0.005 + 2 * dt)

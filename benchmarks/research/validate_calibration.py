@@ -24,6 +24,10 @@ Why the method is as it is (each choice measured on these splits):
 - TTFT is held against a run's median where the file has one: InferenceX's client starts all
   N users at once, so the first tenth of its requests queue behind each other's prefills and
   the mean carries them (the workload splits' TTFT within 25% went from 6 to 11 of 18).
+- Leave one model out: a profile is a joint fit over every model of its hardware × engine
+  (``Profile.files`` mixing sources, each modelled with its own options: ``_parts``); the
+  per-step fixed cost of one model's fit goes on the per-layer term (targets.SPLIT_OVERHEAD).
+  Per split, ``--runs`` prints each held-out run's model and measured figures.
 - The 80% band is split-conformal over the other splits of a kind: the plain p10–p90 of a
   profile's own splits covered 54% of held-out values, the conformal rank over them 64%;
   widening a workload split's band to every workload split's, and giving the GPU splits a
@@ -50,11 +54,18 @@ sys.path.insert(0, str(ROOT))
 from perfgraph._infra.atomic import write_text_atomic  # noqa: E402
 from perfgraph.measured import bands  # noqa: E402
 from perfgraph.measured.adapters import MeasuredRun, read_runs  # noqa: E402
-from perfgraph.measured.calibration import Fit, MetricError, calibrate, overlay_text  # noqa: E402
+from perfgraph.measured.calibration import (  # noqa: E402
+    Fit,
+    MetricError,
+    calibrate,
+    overlay_text,
+    per_run,
+)
 from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
 from perfgraph.measured.targets import FIT_METRICS  # noqa: E402
+from perfgraph.measured.targets import TARGETS as FITTED  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
 from perfgraph.scenario.domain import Domain, toml_lines  # noqa: E402
 from perfgraph.scenario.profiles import PROFILES_DIR  # noqa: E402
@@ -209,6 +220,31 @@ def _spec(sources: tuple[Source, ...], sets: tuple[tuple[str, str], ...] = ()) -
                         sets=sets + flags)
 
 
+Part = tuple[list[MeasuredRun], Baseline]
+
+
+def _parts(sources: tuple[Source, ...], sets: tuple[tuple[str, str], ...] = (),
+           hardware: str | None = None) -> list[Part]:
+    """The sources' runs, one set per deployment (the sources that share their scenario
+    options), each with its baseline: a joint fit's parts (calibrate's ``also``)."""
+    by_options: dict[tuple, list[Source]] = {}
+    for s in sources:
+        by_options.setdefault((None, None, None, None, ()) if isinstance(s, Path) else s.options,
+                              []).append(s)
+    out = []
+    for group in by_options.values():
+        spec = _spec(tuple(group), sets)
+        out.append((_runs(tuple(group)),
+                    Baseline.from_spec(replace(spec, hardware=hardware) if hardware else spec)))
+    return out
+
+
+def _fit(parts: list[Part], **held) -> Fit:
+    """calibrate() on the parts jointly (the first the main one, the others ``also``)."""
+    (runs, base), *also = parts
+    return calibrate(runs, base, also=also, **held)
+
+
 @dataclass(frozen=True)
 class Split:
     name: str
@@ -290,16 +326,33 @@ MODEL_SPLITS = (
 TRT = DATA / "trtllm_perf_overview"
 TRT_ONLINE = TRT / "perf-overview_258c7540_online.md"
 TRT_MAX = TRT / "perf-overview_258c7540_throughput.md"
+
+
+def _online(gpu: str, *models: str) -> File:
+    """The online table's runs on one GPU (of these models; all when none). Modelled with
+    chunked prefill as the other engines are, though the Triton tensorrtllm_backend of 0.14
+    defaults ``enable_chunked_context`` to false: the sheet's unchunked structure missed the
+    leave-one-model-out runs more (TPOT 26% → 31% held out on H100, 13% → 28% on H200)."""
+    return File(TRT_ONLINE, gpu=gpu, models=models or None)
+
+
 TRT_SPLITS = (
     Split("H200 TensorRT-LLM: fit DeepSeek-R1 (1.1+, FP8), hold Llama-3.1 8B + 70B (0.14, BF16)",
-          "model", (Rows("h200", "trtllm"),), (File(TRT_ONLINE, gpu="H200"),),
+          "model", (Rows("h200", "trtllm"),), (_online("H200"),),
           pair=("h200", "trtllm")),
     Split("H200 TensorRT-LLM: fit Llama-3.1 8B + 70B (0.14, BF16), hold DeepSeek-R1 (1.1+, FP8)",
-          "model", (File(TRT_ONLINE, gpu="H200"),), (Rows("h200", "trtllm"),),
+          "model", (_online("H200"),), (Rows("h200", "trtllm"),),
           pair=("h200", "trtllm")),
+    # the joint profile's own: DeepSeek-R1 and one Llama fitted together, the other held
+    *(Split(f"H200 TensorRT-LLM: fit DeepSeek-R1 + Llama-3.1-{fit.upper()}, hold "
+            f"Llama-3.1-{held.upper()}", "model",
+            (Rows("h200", "trtllm"), _online("H200", f"llama-3.1-{fit}")),
+            (_online("H200", f"llama-3.1-{held}"),),
+            pair=("h200", "trtllm"))
+      for fit, held in (("70b", "8b"), ("8b", "70b"))),
     Split("H100 TensorRT-LLM 0.14: fit Llama-3.1-70B, hold Llama-3.1-8B", "model",
-          (File(TRT_ONLINE, gpu="H100", models=("llama-3.1-70b",)),),
-          (File(TRT_ONLINE, gpu="H100", models=("llama-3.1-8b",)),)),
+          (_online("H100", "llama-3.1-70b"),),
+          (_online("H100", "llama-3.1-8b"),)),
     Split("H200 TensorRT-LLM 0.17 max load: fit Llama-3.1-70B, hold Mixtral-8x7B", "model",
           (File(TRT_MAX, gpu="H200", models=("llama-3.1-70b",)),),
           (File(TRT_MAX, gpu="H200", models=("mixtral-8x7b",)),)),
@@ -375,12 +428,19 @@ PROFILES = (
     # engine versions: each row's image (PROVENANCE.md); rows without one say None
     _ix_profile("b200", "sglang", "SGLang v0.5.6-v0.5.12 (lmsysorg/sglang images; InferenceX "
                 "rows Nov 2025-May 2026)"),
-    _ix_profile("h200", "sglang", "SGLang v0.5.9-v0.5.12 (lmsysorg/sglang cu130 images; "
-                "InferenceX rows Mar-May 2026)"),
+    # joint fits: every model of the hardware × engine (DeepSeek-R1 MoE FP8 and a dense
+    # Llama in BF16, on other engine builds: the profile's version says so)
+    replace(_ix_profile("h200", "sglang", "SGLang v0.5.9-v0.5.12 (lmsysorg/sglang cu130 images; "
+                        "InferenceX rows Mar-May 2026), with DataCrunch's Llama-3.3-70B BF16 "
+                        "TP4 runs (SGLang ~v0.3-0.4, another build)"),
+            files=(Rows("h200", "sglang"), DATACRUNCH)),
     _ix_profile("b200", "trtllm", "TensorRT-LLM 1.1.0rc2.post2-1.3.0rc14 (nvcr.io release "
                 "images; InferenceX rows Dec 2025-May 2026)"),
-    _ix_profile("h200", "trtllm", "TensorRT-LLM 1.1.0rc2.post2-1.3.0rc14 (nvcr.io release "
-                "images; InferenceX rows Nov 2025-May 2026)"),
+    replace(_ix_profile("h200", "trtllm", "TensorRT-LLM 1.1.0rc2.post2-1.3.0rc14 (nvcr.io "
+                        "release images; InferenceX rows Nov 2025-May 2026), with NVIDIA's "
+                        "TensorRT-LLM 0.14.0 online table (Llama-3.1 8B TP1 and 70B TP4, BF16; "
+                        "another build)"),
+            files=(Rows("h200", "trtllm"), _online("H200"))),
     _ix_profile("mi355x", "sglang", "SGLang v0.5.9-v0.5.12 (lmsysorg/sglang rocm700-mi35x "
                 "images; InferenceX rows Mar-May 2026)"),
     _ix_profile("mi355x", "atom", "ATOM 0.1.1 (rocm7.1.1) and the 2026-05-11 build (rocm7.2.3) "
@@ -388,11 +448,31 @@ PROFILES = (
 )
 
 
+#: Terms a profile holds at 0 when its runs are too few to fit every target at two measured
+#: values each (the shipped profiles' rule, tests/test_profiles.py): the newest first.
+PROFILE_OPTIONAL = ("ttft_wait_steps",)
+
+
+def profile_fit(profile: Profile) -> Fit:
+    """The profile's fit on every file of its hardware × engine, jointly; where its runs give
+    fewer than two values (TTFT, TPOT, throughput a run) a fitted target, PROFILE_OPTIONAL
+    held at 0 and said so."""
+    parts = _parts(profile.files, profile.sets, profile.hardware)
+    fit = _fit(parts)
+    held = {n.split(":")[0] for n in fit.notes if ": held at" in n}
+    free = [c for c in fit.values if c in {t.cell for t in FITTED} and c not in held]
+    if 2 * len(free) <= 3 * len(fit.fitted_runs):
+        return fit
+    fit = _fit(parts, fixed=dict.fromkeys(PROFILE_OPTIONAL, 0.0))
+    values = 3 * len(fit.fitted_runs)
+    said = tuple(f"{c}: held at 0: {len(fit.fitted_runs)} runs ({values} values) fit at most "
+                 f"{values // 2} targets at two values each" for c in PROFILE_OPTIONAL)
+    return replace(fit, notes=fit.notes + said)
+
+
 def write_profile(profile: Profile, split_fits: dict[str, Fit],
                   fits: list[tuple[Split, Fit]]) -> Path:
-    spec = replace(_spec(profile.files, profile.sets), hardware=profile.hardware)
-    sets = spec.sets
-    fit = calibrate(_runs(profile.files), Baseline.from_spec(spec))
+    fit = profile_fit(profile)
     worst = {}
     for name in profile.splits:
         for e in split_fits[name].held_out:
@@ -404,10 +484,12 @@ def write_profile(profile: Profile, split_fits: dict[str, Fit],
                                 "--calibration auto", profile.engine, profile.engine_version,
                         "the worst median of the splits " + "; ".join(profile.splits)
                         + f" ({SCRIPT})")
-    said = [f"# Runs: {s}" for s in profile.files if isinstance(s, Rows)]
-    if sets:
-        said.append(f"# Modelled with the launch flags they ran with ({SCRIPT} HARNESS): "
-                    + ", ".join(f"{c} = {v}" for c, v in sets))
+    said = [f"# Runs: {s}" for s in profile.files if not isinstance(s, Path)]
+    for source in profile.files:
+        if not isinstance(source, Path) and (sets := profile.sets + source.sets):
+            how = f"{SCRIPT} HARNESS" if isinstance(source, Rows) else "as that file was served"
+            said.append(f"# Modelled with the launch flags they ran with ({how}): "
+                        + ", ".join(f"{c} = {v}" for c, v in sets))
     head, rest = text.split("\n", 2)[:2], text.split("\n", 2)[2]
     text = "\n".join([*head, *said, rest])
     path = _profile_path(profile)
@@ -422,12 +504,12 @@ def _profile_path(profile: Profile) -> Path:
 def write_domain(profile: Profile, fits: list[tuple[Split, Fit]]) -> Path:
     """The shipped profile with its domain, bands and errors written from its runs and the
     splits, its fitted values untouched (the runs are compared, not refitted)."""
-    base = Baseline.from_spec(replace(_spec(profile.files, profile.sets),
-                                      hardware=profile.hardware))
-    compared = [c for c in compare_runs(_runs(profile.files), base, levers=False)
+    parts = _parts(profile.files, profile.sets, profile.hardware)
+    compared = [c for runs, base in parts for c in compare_runs(runs, base, levers=False)
                 if c.error is None]
     path = _profile_path(profile)
-    text = bands.splice(path.read_text(), _tables(profile, domain_of(compared, base), fits))
+    text = bands.splice(path.read_text(),
+                        _tables(profile, domain_of(compared, parts[0][1]), fits))
     write_text_atomic(path, text)
     return path
 
@@ -488,9 +570,8 @@ def _ratios(fits: list[Fit], metric: str) -> list[float]:
 
 
 def run_split(split: Split) -> Fit:
-    base = Baseline.from_spec(_spec(split.fit, split.sets))
     held_base = Baseline.from_spec(_spec(split.held, split.sets))
-    return calibrate(_runs(split.fit), base, holdout=_runs(split.held), held_base=held_base)
+    return _fit(_parts(split.fit, split.sets), holdout=_runs(split.held), held_base=held_base)
 
 
 def _pct(x: float | None) -> str:
@@ -671,6 +752,25 @@ def bounds_markdown(fits: list[tuple[Split, Fit]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def runs_markdown(fits: list[tuple[Split, Fit]]) -> str:
+    """Per split: its fitted values, then each held-out run's model and measured metrics
+    (the split's calibration applied), to see which runs a split misses and by how much."""
+    lines = []
+    for split, fit in fits:
+        values = ", ".join(f"{c} = {v:.4g}" for c, v in fit.values.items())
+        lines += ["", f"### {split.name}", "", f"fitted: {values}", "",
+                  "| run | load | TTFT model / measured | TPOT model / measured | "
+                  "throughput model / measured |", "|---|---|---:|---:|---:|"]
+        held_base = Baseline.from_spec(_spec(split.held, split.sets))
+        for c, got in per_run(held_base, fit.held_out_runs, fit.values):
+            cells = [f"{got[m][0]:.4g} / {got[m][1]:.4g}" if m in got else "—"
+                     for m in FIT_METRICS]
+            load = c.run.concurrency or f"{c.run.request_rate} req/s"
+            lines.append(f"| {c.run.model} {c.run.isl_configured}/{c.run.osl_configured} "
+                         f"#{c.run.index} | {load} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON, not Markdown")
@@ -679,10 +779,26 @@ def main() -> int:
     parser.add_argument("--write-domains", action="store_true",
                         help="write the shipped profiles' domain, bands and errors from their "
                              "runs and the splits, leaving their fitted values as they are")
+    parser.add_argument("--only", metavar="SUBSTRING", action="append",
+                        help="only the splits whose name or kind (workload, gpu, precision, "
+                             "model, build) holds SUBSTRING; repeat for several (while "
+                             "iterating: the pooled figures and bands are then of those alone)")
+    parser.add_argument("--runs", action="store_true",
+                        help="also print, per split, each held-out run: model and measured "
+                             "TTFT, TPOT and throughput, and the fitted values")
     args = parser.parse_args()
     os.chdir(ROOT)
-    fits = [(s, run_split(s)) for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS,
-                                          *build_splits())]
+    chosen = [s for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
+              if args.only is None or any(o in s.name or o == s.kind for o in args.only)]
+    if not chosen:
+        print(f"--only {' '.join(args.only)}: no split's name or kind holds it",
+              file=sys.stderr)
+        return 2
+    if args.only is not None and (args.write_profiles or args.write_domains):
+        print("--only: the profiles are written from every split; drop --only",
+              file=sys.stderr)
+        return 2
+    fits = [(s, run_split(s)) for s in chosen]
     if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits}
         for profile in PROFILES:
@@ -694,6 +810,8 @@ def main() -> int:
                                 indent=2) + "\n"
                      if args.json else markdown(table) + pooled_markdown(summary)
                      + coverage_markdown(covered) + bounds_markdown(fits))
+    if args.runs:
+        sys.stdout.write(runs_markdown(fits))
     return 0
 
 

@@ -91,14 +91,17 @@ class _Group:
 def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
               holdout: Sequence[MeasuredRun] = (), targets: Sequence[str] | None = None,
               fixed: Mapping[str, float] | None = None, held_base: Baseline | None = None,
+              also: Sequence[tuple[Sequence[MeasuredRun], Baseline]] = (),
               ) -> Fit:
     """Fit ``targets`` (cells of TARGETS; default all) to ``runs``, the others held at
     ``fixed`` (declared units), at the engine file's [realistic] or as the sheet has them;
     hold it against ``holdout``, modelled from ``held_base`` (their own launch flags) or
-    ``base``."""
+    ``base``. ``also``: more runs fitted jointly, each set with its own baseline (another
+    model's file, served with other launch flags)."""
     chosen = _chosen(targets)
     held_at, held_base = dict(fixed or {}), held_base or base
-    compared = compare_runs(runs, base, levers=False)
+    parts = [(b, compare_runs(r, b, levers=False)) for r, b in ((runs, base), *also)]
+    compared = [c for _, cs in parts for c in cs]
     fitted = [c for c in compared if c.error is None]
     held = [c for c in compare_runs(holdout, held_base, levers=False) if c.error is None]
     if not fitted:
@@ -107,7 +110,12 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
                          f"model ({why or 'no runs given'}{'; …' if len(compared) > 3 else ''})")
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
-    groups = _groups(base, fitted, leave_out_queued=True)
+
+    def grouped(leave_out_queued: bool) -> list[_Group]:
+        return [g for b, cs in parts
+                for g in _groups(b, [c for c in cs if c.error is None], leave_out_queued)]
+
+    groups = grouped(leave_out_queued=True)
     engine, documented = documented_targets(fitted, base)
     by_engine = {c: v for c, v in documented.items() if c not in held_at}
     unfixed, said = unidentified([g.sheet for g in groups], {**documented, **held_at})
@@ -125,8 +133,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
                    for c, v in by_engine.items())
     held_groups = _groups(held_base, held, leave_out_queued=False) if held else []
-    return Fit(values, units,
-               _errors(_groups(base, fitted, leave_out_queued=False), values),
+    return Fit(values, units, _errors(grouped(leave_out_queued=False), values),
                _errors(held_groups, values) if held else (),
                tuple(fitted), tuple(held), excluded,
                math.sqrt(cost / observations), notes, _workloads(fitted),
@@ -195,6 +202,23 @@ def _groups(base: Baseline, comparisons: Sequence[Comparison],
         groups.append(_Group(sheet, config_columns([c.setup for c in chosen]),
                              tuple(_key(c) for c in chosen), measured))
     return groups
+
+
+def per_run(base: Baseline, runs: Sequence[Comparison], values: Mapping[str, float],
+            ) -> list[tuple[Comparison, dict[str, tuple[float, float]]]]:
+    """Each run with, per metric it has, (model, measured) under ``values`` (a fit's): what a
+    fit's median error hides, run by run."""
+    members: dict[tuple, list[Comparison]] = {}
+    for c in runs:
+        members.setdefault(c.setup.group, []).append(c)
+    out = []
+    for chosen, group in zip(members.values(), _groups(base, runs, leave_out_queued=False),
+                             strict=True):
+        predicted = _predict(group, values)
+        for i, c in enumerate(chosen):
+            out.append((c, {m: (float(predicted[m][i]), float(group.measured[m][i]))
+                            for m in FIT_METRICS if math.isfinite(group.measured[m][i])}))
+    return out
 
 
 def _key(c: Comparison) -> str | None:

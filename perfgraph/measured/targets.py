@@ -42,6 +42,7 @@ TARGETS = (
            "fixed time each MoE layer adds to a step beyond a dense layer's"),
     Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
     Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
+    Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
     Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
     Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
 )
@@ -76,30 +77,37 @@ def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, 
 
 
 #: The step's fixed cost by where it comes from (achievable.toml): what it is proportional to
-#: in each model; a term fits only where the runs' models tell it from the others.
-SPLIT_OVERHEAD = (("layer_step_time", "n_layers"), ("moe_layer_step_time", "n_moe_layers"))
+#: in each model (None: every step alike); a term fits only where the runs' models tell it
+#: from the terms before it. The per-layer term comes first: runs of one model fix only the
+#: sum, and that sum is put on the term that carries over to a model with other layers (a
+#: 70B's 80 layers' launches are not an 8B's 32), the host's per-step share fitting only
+#: where two models' layer counts tell it apart.
+SPLIT_OVERHEAD = (("layer_step_time", "n_layers"), ("moe_layer_step_time", "n_moe_layers"),
+                  ("step_host_time", None))
 
 
 def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
                   ) -> tuple[dict[str, float], tuple[str, ...]]:
-    """The per-layer overhead terms the runs cannot tell apart from the per-step one, held at
-    0 (and why): ``step_host_time + n_layers × layer_step_time + n_moe_layers ×
-    moe_layer_step_time`` is fixed by runs of one model as a sum, so a term fits only when
-    the models' layer counts (with a 1 for the host's share) are independent of the terms
-    before it."""
-    models = sorted({tuple(s.magnitude(c) for _, c in SPLIT_OVERHEAD) for s in sheets})
+    """The step-overhead terms the runs cannot tell apart from the ones before them, held at
+    0 (and why): ``n_layers × layer_step_time + n_moe_layers × moe_layer_step_time +
+    step_host_time`` is fixed by runs of one model as a sum, so a term fits only when its
+    column over the models (layer counts; a 1 for the host's share) is independent of the
+    columns of the terms fitted before it."""
+    models = sorted({tuple(1.0 if c is None else s.magnitude(c) for _, c in SPLIT_OVERHEAD)
+                     for s in sheets})
     held: dict[str, float] = {}
     notes: list[str] = []
-    columns = [np.ones(len(models))]
+    columns: list[np.ndarray] = []
     for i, (term, count) in enumerate(SPLIT_OVERHEAD):
         column = np.array([m[i] for m in models], dtype=float)
         if term in fixed:
             continue
         if np.linalg.matrix_rank(np.column_stack([*columns, column])) <= len(columns):
             held[term] = 0.0
-            shown = ", ".join(f"{m[i]:g}" for m in models)
+            shown = "one model" if count is None else \
+                f"{count} {', '.join(f'{m[i]:g}' for m in models)}"
             notes.append(f"{term}: held at 0: these runs' models do not tell its cost from the "
-                         f"step's other fixed costs ({count} {shown}); fitted as part of them")
+                         f"step's other fixed costs ({shown}); fitted as part of them")
         else:
             columns.append(column)
     return held, tuple(notes)

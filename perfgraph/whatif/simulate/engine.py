@@ -237,7 +237,7 @@ class Engine:
             self.G += 1
             self.kv_dec += gained
             self.log.last_out = self.out
-        self._apply(chunks)
+        self._apply(chunks, dt)
         self.log.step(self.now, dt, d, p, streams - d + gained, self._kv_use(), self.out,
                       accepted)
         self._finish_due()
@@ -316,8 +316,9 @@ class Engine:
         r.held[i] = (0 if fresh else r.held[i]) + need
         return True
 
-    def _apply(self, chunks: list[tuple[int, int]]) -> None:
-        """Advance the chunks; a prompt done gives its (next) token."""
+    def _apply(self, chunks: list[tuple[int, int]], dt: float) -> None:
+        """Advance the chunks; a prompt done gives its (next) token (a first one
+        ``ttft_wait_steps`` steps of ``dt`` later, as the engine returns it)."""
         r = self.reqs
         for i, c in chunks:
             r.done[i] += c
@@ -325,7 +326,8 @@ class Engine:
                 continue
             self.prefilling.remove(i)
             if r.gen[i] == 0:
-                r.t_first[i] = self.out + self.model.ttft_overhead
+                r.t_first[i] = self.out + self.model.ttft_overhead \
+                    + self.model.ttft_wait_steps * dt
             else:  # resumed: its client's gap, from delivery to delivery
                 self.log.gap(self.out - r.t_last[i])
             r.gen[i] += 1

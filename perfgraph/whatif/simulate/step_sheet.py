@@ -44,6 +44,8 @@ class StepSheet:
     run: Fused
     pairs: Callable[[float], tuple[float, ...]] | None  # prefill_attended_pairs at isl = n
     ttft_overhead: float  # s added to each request's first token (not the GPU's time)
+    #: whole steps a first token waits beyond its own (realistic.toml ttft_wait_steps)
+    ttft_wait_steps: float = 0.0
 
     @classmethod
     def from_sheet(cls, sheet: Sheet) -> StepSheet:
@@ -53,7 +55,7 @@ class StepSheet:
                    fuse(sheet, INPUTS, (OUTPUT,), BINDS, columns=True),
                    fuse(sheet, ("isl",), ("prefill_attended_pairs",)).call
                    if attention else None,
-                   m("ttft_overhead", "s"))
+                   m("ttft_overhead", "s"), m("ttft_wait_steps"))
 
     def time(self, decodes: float, prefill: float, kv_tokens: float, decode_context: float,
              pairs: float = 0.0, prompts: float = 1) -> float:
