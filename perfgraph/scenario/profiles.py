@@ -26,7 +26,7 @@ extrapolation, never the in-domain one (an overlay without ``[profile]``: its ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +121,20 @@ SPLIT_NAMES = {"in_domain": "held-out error", "gpu": "leave-one-GPU-out error",
 #: the cells each fitted metric is shown in (a band goes beside their values)
 BAND_CELLS = {"ttft": ("ttft",), "tpot": ("itl",),
               "throughput": ("throughput", "throughput_per_gpu", "throughput_total_per_gpu")}
+#: the columns a band's ends take in a file of one column per cell: ``itl_p10``, ``itl_p90``
+BAND_ENDS = ("p10", "p90")
+
+
+def band_columns(cell: str) -> tuple[str, str]:
+    """The two columns that hold a cell's 80% band beside it (``itl`` → ``itl_p10``,
+    ``itl_p90``)."""
+    return f"{cell}_{BAND_ENDS[0]}", f"{cell}_{BAND_ENDS[1]}"
+
+
+def banded(cells: Iterable[str]) -> list[str]:
+    """Those of ``cells`` that can carry a band (a fitted metric's cells), in order."""
+    every = {c for cs in BAND_CELLS.values() for c in cs}
+    return [c for c in cells if c in every]
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario import choices as export
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
+from perfgraph.whatif import sweep_bands
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
 from perfgraph.whatif.rows import Progress, chunk_frame, frames, whole  # noqa: F401  (as before)
 
@@ -297,14 +298,16 @@ def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
 
 
 def selected_units(sweep: Sweep, only: Sequence[str] | None = None) -> dict[str, str]:
-    """The cell columns to write (``only``, or every cell), each with its unit."""
+    """The cell columns to write (``only``, or every cell), each with its unit; then,
+    calibrated, each fitted metric's band columns (:mod:`perfgraph.whatif.sweep_bands`)."""
     units = cell_units(sweep, sweep.scenario(next(sweep.specs())).sheet)
-    if only is None:
-        return units
-    for name in only:
-        if name not in units:
-            raise UnknownNameError(f"no cell named {name!r}{_near(name, units)}", name=name)
-    return {n: units[n] for n in only}
+    if only is not None:
+        for name in only:
+            if name not in units:
+                raise UnknownNameError(f"no cell named {name!r}{_near(name, units)}",
+                                       name=name)
+        units = {n: units[n] for n in only}
+    return {**units, **sweep_bands.band_units(sweep.spec.calibration is not None, units)}
 
 
 def write(sweep: Sweep, path: str | Path, only: Sequence[str] | None = None,
