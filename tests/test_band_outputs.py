@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from perfgraph.cli.main import main
+from perfgraph.measured import bands
 from perfgraph.scenario import profiles
 from tests.test_profile_domain import PROFILE, scenario
 
@@ -107,3 +108,71 @@ def test_sweep_parquet_bands_follow_a_cell_axis_out_of_the_domain(fixture: str,
 def test_an_uncalibrated_sweep_has_no_band_columns(capsys) -> None:
     assert main(["sweep", "--axis", "tp=1,2", "--only", "itl"]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith(",itl")
+
+
+# --------------------------------------------------------------------------- the band itself
+
+
+def test_split_band_weighs_each_split_as_one_unit() -> None:
+    """Ten runs of one split at 1.0, then splits of one run at 3, 2 and 1. Pooled, the runs
+    put the conformal rank ⌈0.8 × 14⌉ = 12 of 13 scores (11 zeros, ln 2, ln 3) at ln 2:
+    ×0.5–2. As four splits, the level 0.8 × 5 / 4 passes 1: the largest score, ln 3, about
+    the weighted median 0 (the split of ten holds half the weight): ×1/3–3."""
+    groups = [[1.0] * 10, [3.0], [2.0], [1.0]]
+    assert bands.pooled_runs(bands.band)(groups) == pytest.approx((0.5, 2.0))
+    assert bands.split_band(groups) == pytest.approx((1 / 3, 3.0))
+    assert bands.split_band([[1.0, 2.0]]) is None  # one split: nothing to exchange
+
+
+def test_bounds_are_read_from_a_fits_notes() -> None:
+    notes = ["compute_efficiency: on its lower bound (0.3)",
+             "bandwidth_efficiency: on its upper bound (1)",
+             "prefill_compute_efficiency: these runs do not determine it"]
+    assert bands.on_bound(notes) == ("compute_efficiency (lower)", "bandwidth_efficiency (upper)")
+
+
+def test_a_bound_widens_by_the_splits_that_hit_it() -> None:
+    """Four splits, one run each: 2 and 0.5 hit x's lower bound, the two at 1 none. Every
+    split: centre 0, half-width ln 2. Those with x on its bound: the weighted (lower) median
+    −ln 2, half-width 2 ln 2 (the largest score: 2 and 0.5 are 2 ln 2 apart), [1/8, 2]: twice
+    as wide in log space, so the factor is 2. A bound no split shares, or none: 1."""
+    groups = [(("x (lower)",), [2.0]), (("x (lower)",), [0.5]), ((), [1.0]), ((), [1.0])]
+    assert bands.split_band([[2.0], [0.5]]) == pytest.approx((1 / 8, 2.0))
+    assert bands.widening(("x (lower)",), groups) == pytest.approx(2.0)
+    assert bands.widening(("y (upper)",), groups) == 1.0
+    assert bands.widening((), groups) == 1.0
+
+
+WIDENED = PROFILE.replace("[values]", """[profile.widen]
+on_bound = ["compute_efficiency (lower)"]
+in_domain = { ttft = 1.0, tpot = 2.0, throughput = 1.0 }
+
+[values]""")
+
+
+def test_a_profile_with_a_value_on_its_bound_carries_the_wider_band(tmp_path: Path,
+                                                                     capsys) -> None:
+    """TPOT ×0.9–1.2 widened ×2 in log width about √(0.9 × 1.2): ×0.81/√1.08–1.44/√1.08,
+    in the label, in the band and in every output."""
+    path = tmp_path / "widened.toml"
+    path.write_text(WIDENED)
+    s = scenario(str(path))
+    itl = s.sheet.magnitude("itl")
+    lo, hi = 0.81 / 1.08 ** 0.5, 1.44 / 1.08 ** 0.5
+    assert s.assessment.band("itl", itl) == pytest.approx((lo * itl, hi * itl))
+    assert s.assessment.band("ttft", 10.0) == pytest.approx((8.0, 15.0))  # factor 1
+    assert f"tpot ×{lo:.2f}–{hi:.2f}" in s.prediction
+    assert s.prediction.endswith("; band widened up to ×2.00 in log width (tpot): "
+                                 "compute_efficiency (lower) fitted on a bound")
+    assert main(_eval(str(path), "--only", "itl", "--format", "csv")) == 0
+    (row,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    assert (float(row["p10"]), float(row["p90"])) == pytest.approx((lo * itl, hi * itl))
+
+
+def test_a_widening_below_one_is_refused(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "narrowed.toml"
+    path.write_text(WIDENED.replace("tpot = 2.0", "tpot = 0.5"))
+    assert main(_eval(str(path), "--only", "itl")) == 2
+    err = capsys.readouterr().err
+    assert "[profile.widen] in_domain.tpot: expected a factor ≥ 1" in err
+    assert "Traceback" not in err
