@@ -115,12 +115,16 @@ def test_an_uncalibrated_sweep_has_no_band_columns(capsys) -> None:
 
 def test_split_band_weighs_each_split_as_one_unit() -> None:
     """Ten runs of one split at 1.0, then splits of one run at 3, 2 and 1. Pooled, the runs
-    put the conformal rank ⌈0.8 × 14⌉ = 12 of 13 scores (11 zeros, ln 2, ln 3) at ln 2:
-    ×0.5–2. As four splits, the level 0.8 × 5 / 4 passes 1: the largest score, ln 3, about
-    the weighted median 0 (the split of ten holds half the weight): ×1/3–3."""
+    put the conformal rank ⌈0.8 × 14⌉ = 12 of 13 scores (11 zeros, ln 2, ln 3) about the
+    median 1 at ln 2: ×0.5–2. As four splits of weight 1 each (the ten runs 0.1 each), the
+    high end is the split at 3 (2 and under hold 0.75 of the weight, under 0.9); the low end
+    1 (the split of ten and the run at 1 hold half the weight there)."""
     groups = [[1.0] * 10, [3.0], [2.0], [1.0]]
     assert bands.pooled_runs(bands.band)(groups) == pytest.approx((0.5, 2.0))
-    assert bands.split_band(groups) == pytest.approx((1 / 3, 3.0))
+    assert bands.split_band(groups) == pytest.approx((1.0, 3.0))
+    # ten splits at 1 … 10, one run each: a tenth of the weight outside each end, 1 below,
+    # 10 above: ×2–9
+    assert bands.split_band([[float(x)] for x in range(1, 11)]) == pytest.approx((2.0, 9.0))
     assert bands.split_band([[1.0, 2.0]]) is None  # one split: nothing to exchange
 
 
@@ -131,16 +135,20 @@ def test_bounds_are_read_from_a_fits_notes() -> None:
     assert bands.on_bound(notes) == ("compute_efficiency (lower)", "bandwidth_efficiency (upper)")
 
 
-def test_a_bound_widens_by_the_splits_that_hit_it() -> None:
-    """Four splits, one run each: 2 and 0.5 hit x's lower bound, the two at 1 none. Every
-    split: centre 0, half-width ln 2. Those with x on its bound: the weighted (lower) median
-    −ln 2, half-width 2 ln 2 (the largest score: 2 and 0.5 are 2 ln 2 apart), [1/8, 2]: twice
-    as wide in log space, so the factor is 2. A bound no split shares, or none: 1."""
+def test_a_bound_widens_as_far_as_the_splits_that_hit_it_need() -> None:
+    """Four splits, one run each: 2 and 0.5 hit x's lower bound, the two at 1 none. Held
+    against the other three, the split at 2 meets the band ×0.5–1 (three splits of one run:
+    the 10% and 90% points are the extremes), centre √0.5, log half-width ln 2 / 2; 2 lies
+    ln(2 / √0.5) = 1.5 ln 2 from the centre: three half-widths. The split at 0.5, against
+    ×1–2, the same. So the factor is 3. A bound no two splits share, or none: 1."""
     groups = [(("x (lower)",), [2.0]), (("x (lower)",), [0.5]), ((), [1.0]), ((), [1.0])]
-    assert bands.split_band([[2.0], [0.5]]) == pytest.approx((1 / 8, 2.0))
-    assert bands.widening(("x (lower)",), groups) == pytest.approx(2.0)
+    assert bands.split_band([[0.5], [1.0], [1.0]]) == pytest.approx((0.5, 1.0))
+    assert bands.widening(("x (lower)",), groups) == pytest.approx(3.0)
     assert bands.widening(("y (upper)",), groups) == 1.0
     assert bands.widening((), groups) == 1.0
+    # splits already inside the band of the others need no widening
+    calm = [(("x (lower)",), [1.0]), (("x (lower)",), [1.0]), ((), [0.5]), ((), [2.0])]
+    assert bands.widening(("x (lower)",), calm) == 1.0
 
 
 WIDENED = PROFILE.replace("[values]", """[profile.widen]
