@@ -184,3 +184,17 @@ def test_a_widening_below_one_is_refused(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "[profile.widen] in_domain.tpot: expected a factor ≥ 1" in err
     assert "Traceback" not in err
+
+
+def test_an_extrapolation_takes_the_widened_band_of_its_kind(tmp_path: Path) -> None:
+    """DeepSeek-R1 on the Llama fixture is a model extrapolation: TPOT ×0.6–1.7, widened
+    ×1.5 in log width about √1.02."""
+    path = tmp_path / "widened.toml"
+    path.write_text(WIDENED.replace('in_domain = { ttft = 1.0, tpot = 2.0, throughput = 1.0 }',
+                                    'model = { tpot = 1.5 }'))
+    s = scenario(str(path), "deepseek-r1-0528", "tp=8")
+    c = 1.02 ** 0.5
+    lo, hi = c * (0.6 / c) ** 1.5, c * (1.7 / c) ** 1.5
+    assert s.assessment.band("itl", 1.0) == pytest.approx((lo, hi))
+    assert s.assessment.band("ttft", 1.0) == pytest.approx((0.5, 2.0))  # no factor: as measured
+    assert "band widened up to ×1.50 in log width (tpot)" in s.prediction
