@@ -242,7 +242,7 @@ def test_coverage_holds_each_group_against_the_others() -> None:
     assert (lo, hi) == pytest.approx((1.03, 1.27))
     # group 0: 1.1 in, 1.5 out; group 1 against (1.1, 1.5, 1.2, 1.3) → (1.13, 1.44): 0 in;
     # group 2 against (1.1, 1.5, 1.0, 1.1) → (1.03, 1.38): both in
-    assert bands.coverage(groups, bands.quantile_band) == (3, 6)
+    assert bands.coverage(groups, bands.pooled_runs(bands.quantile_band)) == (3, 6)
     # the conformal band of 4 ratios reaches their farthest from the median (rank
     # ⌈0.8 × 5⌉ = 4). Group 0 against 1.0…1.3: median √(1.1 × 1.2), 1.0 the farthest →
     # [1.0, 1.32]: 1.1 in, 1.5 out. Group 1 against 1.1, 1.5, 1.2, 1.3: median √(1.2 × 1.3),
@@ -250,7 +250,7 @@ def test_coverage_holds_each_group_against_the_others() -> None:
     # 1.1, 1.5, 1.0, 1.1: median 1.1, 1.5 the farthest → [1.21 / 1.5, 1.5]: both in.
     assert bands.band([1.0, 1.1, 1.2, 1.3]) == pytest.approx((1.0, 1.32))
     assert bands.band([1.1, 1.5, 1.2, 1.3]) == pytest.approx((1.56 / 1.5, 1.5))
-    assert bands.coverage(groups) == (4, 6)
+    assert bands.coverage(groups, bands.pooled_runs(bands.band)) == (4, 6)
 
 
 def test_splice_replaces_the_profile_tables_and_keeps_the_values() -> None:

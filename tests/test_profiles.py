@@ -9,7 +9,7 @@ import pytest
 from perfgraph._infra import tomlfile
 from perfgraph.cli.main import main
 from perfgraph.measured.calibration import TARGETS
-from perfgraph.scenario import ScenarioSpec, load
+from perfgraph.scenario import ScenarioSpec, load, profiles
 from perfgraph.scenario.catalog import catalog_names
 from perfgraph.scenario.profiles import PROFILES_DIR, find_profile
 
@@ -44,14 +44,22 @@ def test_each_profile_states_what_it_was_fitted_on_and_stays_in_bounds(path) -> 
 def test_auto_labels_every_prediction(capsys) -> None:
     auto = load(ScenarioSpec(calibration="auto"))
     profile = tomlfile.read(PROFILES_DIR / "h100-sxm.vllm.toml").data["profile"]
-    held, band = profile["held_out"], profile["bands"]["in_domain"]
+    held, widen = profile["held_out"], profile["widen"]
+    # the band as measured, widened for the fitted values the profile left on a bound
+    band = {m: profiles.widen(tuple(b), widen["in_domain"][m])
+            for m, b in profile["bands"]["in_domain"].items()}
+    wider = {m: f for m, f in widen["in_domain"].items() if f > 1}
+    said = (f"; band widened up to ×{max(wider.values()):.2f} in log width "
+            f"({', '.join(sorted(wider))}): {', '.join(widen['on_bound'])} fitted on a bound"
+            if wider else "")
     # the default model, Llama-3.1-70B, has the architecture of the Llama-3.3-70B fitted
     assert auto.prediction == (
         "calibrated: h100-sxm.vllm, 30 runs, in domain: dense (llama-3.3-70b); llama-3.1-70b "
         "has the architecture of llama-3.3-70b, held-out error "
         f"ttft {100 * held['ttft']:.0f}%, tpot {100 * held['tpot']:.0f}%, throughput "
         f"{100 * held['throughput']:.0f}%; 80% band (measured / model) " + ", ".join(
-            f"{m} ×{band[m][0]:.2f}–{band[m][1]:.2f}" for m in ("ttft", "tpot", "throughput")))
+            f"{m} ×{band[m][0]:.2f}–{band[m][1]:.2f}" for m in ("ttft", "tpot", "throughput"))
+        + said)
     assert load(ScenarioSpec()).prediction == "roofline"
     assert load(ScenarioSpec(hardware="l40s", calibration="auto")).prediction == "roofline"
     assert main(["eval", "--calibration", "auto", "--only", "itl"]) == 0

@@ -29,13 +29,17 @@ def band_text(band: tuple[float, float] | None) -> str:
     return "" if band is None else f"  (80% band {band[0]:.4g}–{band[1]:.4g})"
 
 
-def as_csv(cells: Iterable[CellView]) -> str:
+def as_csv(cells: Iterable[CellView], bands: Bands | None = None) -> str:
+    """One row per cell; ``p10`` and ``p90`` the ends of a calibrated cell's 80% band, in
+    its unit (empty for a cell without one)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["name", "value", "unit", "error", "group"])
+    writer.writerow(["name", "value", "unit", "error", "group", "p10", "p90"])
     for c in cells:
+        band = (bands or {}).get(c.name)
         writer.writerow([c.name, "" if c.value is None else repr(c.value), c.unit,
-                         c.error or "", c.group])
+                         c.error or "", c.group, *(("", "") if band is None else
+                                                   (repr(band[0]), repr(band[1])))])
     return out.getvalue()
 
 
@@ -68,11 +72,11 @@ def as_table(cells: Iterable[CellView], title: str = "", bands: Bands | None = N
 
 def render(cells: Iterable[CellView], fmt: str, title: str = "", bands: Bands | None = None,
            **extra: object) -> str:
-    """Cells in ``fmt``; ``bands`` go beside calibrated values (CSV keeps its columns)."""
+    """Cells in ``fmt``; ``bands`` go beside calibrated values (CSV: its p10, p90 columns)."""
     if fmt == "json":
         return as_json(cells, bands, **extra) + "\n"
     if fmt == "csv":
-        return as_csv(cells)
+        return as_csv(cells, bands)
     if fmt == "markdown":
         return as_markdown(cells, title, bands)
     return as_table(cells, title, bands)

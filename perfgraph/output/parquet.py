@@ -18,12 +18,15 @@ command that writes no Parquet never loads it.
 
 Rows of results (a sweep's, ``perfgraph eval --format parquet``'s) start with the columns
 that name the scenario's catalog choices (:mod:`perfgraph.scenario.choices`), as text, then
-one Float64 column per cell in the cell's declared unit, NaN where the cell failed.
+one Float64 column per cell in the cell's declared unit, NaN where the cell failed. A
+calibrated scenario's file also has the ends of each fitted metric's 80% band beside its cell
+(``itl_p10``, ``itl_p90``, in the cell's unit).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from perfgraph._infra.atomic import INTERRUPTS, write_atomic
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError
+from perfgraph.scenario import profiles
 from perfgraph.scenario.choices import CHOICE_COLUMNS, choices
 from perfgraph.scenario.loading import Scenario
 
@@ -239,18 +243,38 @@ def _suffix(fmt: str) -> str:
     return next((s[1:] for s, f in SUFFIXES.items() if f == fmt), "txt")
 
 
+def band_units(scenario: Scenario, cells: Sequence[str]) -> dict[str, str]:
+    """The band columns a calibrated scenario's file has beside ``cells`` (``itl_p10``,
+    ``itl_p90`` …), each in its cell's unit; none for the roofline."""
+    if scenario.calibration is None:
+        return {}
+    return {col: scenario.sheet.declaration(c).unit
+            for c in profiles.banded(cells) for col in profiles.band_columns(c)}
+
+
 def scenario_frame(scenario: Scenario, cells: Sequence[str]) -> pl.DataFrame:
-    """One row: the scenario's choices and every cell in ``cells`` (NaN where it failed)."""
+    """One row: the scenario's choices, every cell in ``cells`` (NaN where it failed) and,
+    calibrated, the ends of each fitted metric's 80% band (NaN where none was measured)."""
     import polars as pl
 
     sheet = scenario.sheet
     row: dict[str, object] = dict(choices(scenario))
     for name in cells:
         row[name] = float("nan") if sheet.error(name) else sheet.magnitude(name)
-    return pl.DataFrame([row], schema=schema(cells))
+    extra = band_units(scenario, cells)
+    judged = scenario.assessment
+    for name in profiles.banded(cells) if extra else ():
+        band = judged.band(name, None if sheet.error(name) else sheet.magnitude(name))
+        for col, end in zip(profiles.band_columns(name), band or (math.nan, math.nan),
+                            strict=True):
+            row[col] = end
+    return pl.DataFrame([row], schema=schema([*cells, *extra]))
 
 
 def write_scenario(path: str | Path, scenario: Scenario, cells: Sequence[str]) -> None:
-    """``perfgraph eval --format parquet --out FILE``: one row, every cell a column."""
+    """``perfgraph eval --format parquet --out FILE``: one row, every cell a column (and,
+    calibrated, the band columns: :func:`scenario_frame`)."""
     frame = scenario_frame(scenario, cells)
-    write_frames(path, lambda: iter([frame]), schema(cells), units(scenario.sheet, cells))
+    extra = band_units(scenario, cells)
+    write_frames(path, lambda: iter([frame]), schema([*cells, *extra]),
+                 {**units(scenario.sheet, cells), **extra})

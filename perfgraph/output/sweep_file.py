@@ -21,7 +21,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import InputError, PerfgraphError
 from perfgraph.output import parquet
-from perfgraph.whatif import grid
+from perfgraph.whatif import grid, sweep_bands
 from perfgraph.whatif.grid import CHUNK_ROWS
 from perfgraph.whatif.sweep_axes import Sweep, selected_units
 
@@ -90,8 +90,12 @@ def frames(sweep: Sweep, units: Mapping[str, str], progress: Progress | None = N
         scale = rescale(scenario.sheet, units)
         known = set(scenario.sheet.names)
         present = [n for n in units if n in known]  # only what is written is computed
-        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
+        judge = sweep_bands.needed(scenario, units)
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes,
+                                                only=[*present, *judge],
                                                 chunk_rows=chunk_rows, scale=scale):
+            columns = {**columns, **sweep_bands.band_columns(scenario, columns, units,
+                                                             stop - start, scale)}
             yield chunk_frame(columns, units, scale, chosen, stop - start)
             if progress is not None:
                 progress(stop - start)
@@ -142,8 +146,11 @@ def whole(sweep: Sweep, units: Mapping[str, str], progress: Progress | None,
         scale = rescale(scenario.sheet, units)
         known = set(scenario.sheet.names)
         present = [n for n in units if n in known]
-        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes, only=present,
-                                                scale=scale):
+        judge = sweep_bands.needed(scenario, units)
+        for start, stop, columns in grid.chunks(scenario.sheet, sweep.cell_axes,
+                                                only=[*present, *judge], scale=scale):
+            columns = {**columns, **sweep_bands.band_columns(scenario, columns, units,
+                                                             stop - start, scale)}
             for name, value in parquet.choices(scenario).items():
                 choices[name] += [value] * (stop - start)
             for name in units:

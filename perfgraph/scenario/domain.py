@@ -78,21 +78,33 @@ class Extrapolation:
     text: str  # what leaves the domain, in words
 
 
+#: the cells a scenario's point is read from (:func:`point_from`)
+POINT_CELLS = ("n_routed_experts", *(c for c, _ in ATTENTION_CLASSES),
+               *(c for c, _ in PARALLELISM), "n_params", "isl", "osl")
+
+
 def point_of(sheet: Sheet, model: str, precision: str, engine: str,
              hardware: str = "") -> Point:
     """The scenario's point: its model's class and size, lengths and parallelism, from the
     cells (so that ``--set`` counts)."""
-    def on(cell: str) -> bool:
-        return cell in sheet.names and sheet.error(cell) is None and bool(sheet.get(cell))
+    values = {c: sheet.magnitude(c) for c in POINT_CELLS
+              if c in sheet.names and sheet.error(c) is None}
+    return point_from(values, model, precision, engine, hardware)
 
+
+def point_from(values: Mapping[str, float], model: str, precision: str, engine: str,
+               hardware: str = "") -> Point:
+    """A point from the values of :data:`POINT_CELLS` (a cell missing or failed: absent),
+    one row of a sweep's columns as well as one sheet."""
     def count(cell: str) -> float:
-        return sheet.magnitude(cell) if cell in sheet.names and sheet.error(cell) is None \
-            else 0.0
+        value = values.get(cell, 0.0)
+        return 0.0 if math.isnan(value) else float(value)
 
     arch = ("moe" if count("n_routed_experts") > 0 else "dense",
             *(c for cell, c in ATTENTION_CLASSES if count(cell) > 0))
     kinds = tuple(kind for cell, kind in PARALLELISM
-                  if (on(cell) if kind in ("dp-attention", "disaggregated") else count(cell) > 1))
+                  if (count(cell) != 0 if kind in ("dp-attention", "disaggregated")
+                      else count(cell) > 1))
     return Point(model, arch, count("n_params"), precision.lower(), engine, count("isl"),
                  count("osl"), kinds, hardware)
 

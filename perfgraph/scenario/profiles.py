@@ -26,7 +26,7 @@ extrapolation, never the in-domain one (an overlay without ``[profile]``: its ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from perfgraph.scenario import domain
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 PROFILE_KEYS = ("hardware", "engine", "engine_version", "runs", "held_out", "fitted_on",
-                "workloads", "domain", "bands", "errors", "evidence")
+                "workloads", "domain", "bands", "errors", "evidence", "widen")
 DEFAULT_ENGINE = "vllm"
 
 
@@ -72,17 +72,22 @@ def check_profile(doc: tomlfile.TomlDoc) -> None:
 
         if key == "domain" and (why := domain.check_table(value)) is not None:
             raise doc.error(why, "profile", key)
-        if key in ("bands", "errors", "evidence") and \
+        if key in ("bands", "errors", "evidence", "widen") and \
                 (why := _check_kinds(key, value)) is not None:
             raise doc.error(why, "profile", key)
 
 
 def _check_kinds(key: str, table: object) -> str | None:
     """``[profile.bands]`` holds kind = {metric = [low, high]}; ``[profile.errors]`` kind =
-    {metric = fraction}; ``[profile.evidence]`` kind = {splits, runs, own = counts}."""
+    {metric = fraction}; ``[profile.evidence]`` kind = {splits, runs, own = counts};
+    ``[profile.widen]`` kind = {metric = factor ≥ 1} and ``on_bound``, the cells it is for."""
     if not isinstance(table, dict):
         return f"[profile.{key}] must be a table"
     for kind, metrics in table.items():
+        if key == "widen" and kind == "on_bound":
+            if not (isinstance(metrics, list) and all(isinstance(c, str) for c in metrics)):
+                return "[profile.widen] on_bound must be a list of cell names"
+            continue
         if kind not in BAND_KINDS:
             return f"[profile.{key}] {kind!r}: expected one of {', '.join(BAND_KINDS)}"
         if not isinstance(metrics, dict):
@@ -101,6 +106,8 @@ def _good(key: str, v: object) -> tuple[bool, str]:
             "[low, high], ratios > 0, low ≤ high")
     if key == "evidence":
         return isinstance(v, int) and v >= 0, "a count ≥ 0"
+    if key == "widen":
+        return isinstance(v, (int, float)) and v >= 1, "a factor ≥ 1"
     return isinstance(v, (int, float)) and v >= 0, "a fraction ≥ 0"
 
 
@@ -121,6 +128,20 @@ SPLIT_NAMES = {"in_domain": "held-out error", "gpu": "leave-one-GPU-out error",
 #: the cells each fitted metric is shown in (a band goes beside their values)
 BAND_CELLS = {"ttft": ("ttft",), "tpot": ("itl",),
               "throughput": ("throughput", "throughput_per_gpu", "throughput_total_per_gpu")}
+#: the columns a band's ends take in a file of one column per cell: ``itl_p10``, ``itl_p90``
+BAND_ENDS = ("p10", "p90")
+
+
+def band_columns(cell: str) -> tuple[str, str]:
+    """The two columns that hold a cell's 80% band beside it (``itl`` → ``itl_p10``,
+    ``itl_p90``)."""
+    return f"{cell}_{BAND_ENDS[0]}", f"{cell}_{BAND_ENDS[1]}"
+
+
+def banded(cells: Iterable[str]) -> list[str]:
+    """Those of ``cells`` that can carry a band (a fitted metric's cells), in order."""
+    every = {c for cs in BAND_CELLS.values() for c in cs}
+    return [c for c in cells if c in every]
 
 
 @dataclass(frozen=True)
@@ -173,12 +194,13 @@ def assess(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> A
                           calibrated=True)
     out = domain.extrapolations(fitted, point)
     if not out:
-        bands = table.get("bands", {}).get("in_domain")
+        bands = _kind_bands(table, "in_domain")
         twin = next((t for t in point.twins if t in fitted.models), None)
         same = f"; {point.model} has the architecture of {twin}" if twin else ""
         return Assessment(f"{head}, in domain: {domain.fitted_on(fitted)}{same}, "
                           f"{_errors_said('in_domain', table.get('held_out'))}"
-                          f"{_bands_said(bands)}", True, True, (), _bands(bands))
+                          f"{_bands_said(bands)}{_widened_said(table, ['in_domain'])}",
+                          True, True, (), _bands(bands))
     kinds = list(dict.fromkeys(MEASURED_AS[e.kind] for e in out))
     said = "; ".join(e.text for e in out)
     errors = [_errors_said(k, table.get("held_out") if k == "in_domain"
@@ -187,11 +209,11 @@ def assess(doc: tomlfile.TomlDoc | None, point: domain.Point | None = None) -> A
               f"error not measured for this extrapolation "
               f"({', '.join(e.kind for e in out if MEASURED_AS[e.kind] is None)})"
               for k in kinds]
-    bands = None if None in kinds else _widest(
-        [table.get("bands", {}).get(k) for k in kinds if k])
+    got = None if None in kinds else _widest([_kind_bands(table, k) for k in kinds if k])
     return Assessment(f"{head}; {said}: extrapolated; {'; '.join(errors)}"
-                      f"{_bands_said(bands) if bands else '; no band'}", True, False, out,
-                      _bands(bands))
+                      f"{_bands_said(got) if got else '; no band'}"
+                      f"{_widened_said(table, kinds) if got else ''}", True, False, out,
+                      _bands(got))
 
 
 def fitted_models(doc: tomlfile.TomlDoc) -> tuple[str, ...]:
@@ -220,6 +242,36 @@ def _evidence_said(evidence: object, name: str) -> str:
     own = evidence.get("own", 0)
     return (f" ({evidence['splits']} splits, {evidence.get('runs', '?')} held-out runs, "
             f"{own or 'none'} on {name})")
+
+
+def widen(interval: tuple[float, float], factor: float) -> tuple[float, float]:
+    """``interval`` with its half-width in log space times ``factor`` about its centre
+    (geometric mean): [c (lo / c)^f, c (hi / c)^f], c = √(lo hi)."""
+    lo, hi = interval
+    centre = (lo * hi) ** 0.5
+    return centre * (lo / centre) ** factor, centre * (hi / centre) ** factor
+
+
+def _kind_bands(table: Mapping, kind: str) -> dict[str, tuple[float, float]] | None:
+    """The bands a profile measured for ``kind``, each widened by its ``[profile.widen]``
+    factor (fitted values on a bound: :func:`widen`)."""
+    bands = _bands(table.get("bands", {}).get(kind))
+    factors = table.get("widen", {}).get(kind, {})
+    return None if bands is None else {m: widen(b, float(factors.get(m, 1.0)))
+                                       for m, b in bands.items()}
+
+
+def _widened_said(table: Mapping, kinds: list[str | None]) -> str:
+    """``; band widened ×1.3 (tpot) for compute_efficiency (lower) on its bound``, or
+    nothing when no factor above 1 applies."""
+    widened = table.get("widen", {})
+    factors = {m: f for k in kinds if k for m, f in widened.get(k, {}).items() if f > 1}
+    if not factors:
+        return ""
+    worst = max(factors.values())
+    cells = ", ".join(widened.get("on_bound", ())) or "fitted values"
+    return (f"; band widened up to ×{worst:.2f} in log width "
+            f"({', '.join(sorted(factors))}): {cells} fitted on a bound")
 
 
 def _bands(table: object) -> dict[str, tuple[float, float]] | None:

@@ -30,6 +30,7 @@ from perfgraph.errors import CatalogError, InputError, PerfgraphError, UnknownNa
 from perfgraph.errors import did_you_mean as _near
 from perfgraph.scenario.catalog import KINDS, load_entry, resolve
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, engine_names, load, precisions
+from perfgraph.whatif import sweep_bands
 from perfgraph.whatif.grid import CHUNK_ROWS, grid_columns  # noqa: F401  (sweep.grid_columns, as before)
 
 #: The most points one sweep may have.
@@ -291,11 +292,13 @@ def cell_units(sweep: Sweep, sheet: Sheet) -> dict[str, str]:
 
 
 def selected_units(sweep: Sweep, only: Sequence[str] | None = None) -> dict[str, str]:
-    """The cell columns to write (``only``, or every cell), each with its unit."""
+    """The cell columns to write (``only``, or every cell), each with its unit; then,
+    calibrated, each fitted metric's band columns (:mod:`perfgraph.whatif.sweep_bands`)."""
     units = cell_units(sweep, sweep.scenario(next(sweep.specs())).sheet)
-    if only is None:
-        return units
-    for name in only:
-        if name not in units:
-            raise UnknownNameError(f"no cell named {name!r}{_near(name, units)}", name=name)
-    return {n: units[n] for n in only}
+    if only is not None:
+        for name in only:
+            if name not in units:
+                raise UnknownNameError(f"no cell named {name!r}{_near(name, units)}",
+                                       name=name)
+        units = {n: units[n] for n in only}
+    return {**units, **sweep_bands.band_units(sweep.spec.calibration is not None, units)}
