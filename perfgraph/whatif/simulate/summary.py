@@ -74,7 +74,7 @@ def summarise(run: Run, sheet: Sheet) -> SimSummary:
     w = run.warmup
     ended, in_window, t0, t1 = _ended(t, w, steps)
     span = t1 - t0
-    sampled, step_sampled = _steady(ended, in_window, steps, t0, t1)
+    sampled, step_sampled = _steady(ended, in_window, steps, t0, t1, run.warmup > 0)
     slo_ttft, slo_itl = sheet.magnitude("ttft_slo", "s"), sheet.magnitude("itl_slo", "s")
     good = in_window & (t["ttft"] <= slo_ttft) & (t["tpot"] <= slo_itl) | (
         in_window & (t["osl"] <= 1) & (t["ttft"] <= slo_ttft))
@@ -147,7 +147,8 @@ def latency_samples(run: Run) -> LatencySamples:
     :func:`_steady`)."""
     t, steps = run.engine.reqs.table(), run.engine.log.arrays()
     ended, in_window, t0, t1 = _ended(t, run.warmup, steps)
-    return _samples(run, t, steps, *_steady(ended, in_window, steps, t0, t1))
+    return _samples(run, t, steps, *_steady(ended, in_window, steps, t0, t1,
+                                            run.warmup > 0))
 
 
 def _ended(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
@@ -160,15 +161,19 @@ def _ended(t: dict[str, np.ndarray], w: int, steps: dict[str, np.ndarray],
 
 
 def _steady(ended: np.ndarray, in_window: np.ndarray, steps: dict[str, np.ndarray],
-            t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    """Which requests and steps the latencies are taken over: those that ended in the window,
-    as the throughput is. Before it the warm-up fills the batch; after the last arrival no
-    request replaces one that ends, the batch drains, and its steps are quicker than the
-    steady state's (an MoE's fewer tokens touch fewer experts: a closed loop's last requests
-    had TPOTs 20% short of the others'). A run too short to end any request in its window
-    takes every request past the warm-up that ended, and every step after it, as before."""
+            t0: float, t1: float, steady: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests and steps the latencies are taken over. A run measured in its steady
+    state (``steady``: one with a warm-up, a closed loop by default): those that ended in the
+    window, as the throughput is. Before
+    it the warm-up fills the batch; after the last arrival no request replaces one that ends,
+    the batch drains, and its steps are quicker than the steady state's (an MoE's fewer
+    tokens touch fewer experts: a closed loop's last requests had TPOTs 20% short of the
+    others'). A run without a warm-up (an open loop, a burst, a replayed benchmark) takes every
+    request that ended and every step after the window opens, as a benchmark client reports
+    every request it sent (a burst's p99 TPOT is its drain); so does a steady run too short
+    to end any request in its window."""
     after = steps["end"] > t0
-    if not in_window.any():
+    if not steady or not in_window.any():
         return ended, after
     return in_window, after & (steps["end"] <= t1)
 
