@@ -21,7 +21,6 @@ from .base import (
     concurrency_of,
     first_record,
     gpu_name,
-    in_flight,
     number,
     positive,
     put,
@@ -80,7 +79,7 @@ class GpuConcAdapter(Adapter):
         metrics = _metrics(record)
         config = _dict(record.get("test_config")) or shared["config"]
         gpu = _dict(record.get("gpu_info")) or shared["gpu_info"]
-        notes, caveats = _notes(record, metrics, conc, completed, duration, config)
+        notes, caveats = _notes(record, metrics, completed, duration, config)
         per_request = metrics["output_throughput"].value * duration / completed
         count = gpu.get("count")
         tp = 1 if count == 1 else None
@@ -97,7 +96,9 @@ class GpuConcAdapter(Adapter):
             hardware=gpu_name(gpu.get("model")),
             tp=tp,
             concurrency=conc,
-            concurrency_measured=in_flight(metrics),
+            derive_notes=((0, f"Little's law: requests/s × mean e2el = {{in_flight:.1f}} "
+                              f"requests in flight on average (successful ones; configured "
+                              f"concurrency {conc:g})"),),
             osl_implied=per_request if per_request >= 1 else None,
             isl_configured=number(config, "input_tokens", required=False),
             osl_configured=number(config, "output_tokens", required=False),
@@ -146,7 +147,7 @@ def _metrics(record: dict) -> dict:
     return metrics
 
 
-def _notes(record, metrics, conc, completed, duration, config) -> tuple[list[str], list[str]]:
+def _notes(record, metrics, completed, duration, config) -> tuple[list[str], list[str]]:
     """(notes, caveats): what the reader worked out, and what changes how the numbers read."""
     caveats = [
         "output 'tokens' are counted as streamed content chunks (one per token only if "
@@ -160,12 +161,6 @@ def _notes(record, metrics, conc, completed, duration, config) -> tuple[list[str
             f"{failed:g} requests failed ({summary.get('timeout_errors')} timeouts, "
             f"request_timeout {config.get('request_timeout')} s) and are excluded from every "
             "statistic"
-        )
-    inflight = in_flight(metrics)
-    if inflight is not None:
-        notes.append(
-            f"Little's law: requests/s × mean e2el = {inflight:.1f} requests in flight "
-            f"on average (successful ones; configured concurrency {conc:g})"
         )
     per_request = metrics["output_throughput"].value * duration / completed
     notes.append(
