@@ -147,3 +147,12 @@ def test_explain_shows_littles_law(capsys) -> None:
     out = capsys.readouterr().out
     assert "measured_request_throughput * measured_e2el / request" in out
     assert "Little's law" in out
+
+
+def test_measured_output_per_request_is_output_over_request_rate() -> None:
+    # gpu-conc's conc-1 run: 149.7606 output tokens/s at 0.16657 request/s = 899.09 tokens each
+    sheet = load(ScenarioSpec()).sheet
+    sheet.set("measured_output_throughput", "149.76061832610986 token/s")
+    sheet.set("measured_request_throughput", "0.1665694338410722 request/s")
+    assert sheet.magnitude("measured_output_per_request", "token") == pytest.approx(
+        899.0882, abs=1e-4)

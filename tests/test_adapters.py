@@ -528,6 +528,11 @@ def test_gpu_conc_gives_the_requests_in_flight():
     assert derived.notes[0] == ("Little's law: requests/s × mean e2el = 40.2 requests in "
                                 "flight on average (successful ones; configured concurrency "
                                 "1024)")
+    # its output per request, the sheet's measured_output_per_request: output ÷ request rate
+    assert run.osl_implied is None
+    assert derived.osl_implied == pytest.approx(926.7649484536083)
+    assert derived.notes[1].startswith("implied output per successful request: "
+                                       "output_throughput × duration ÷ successful = 927 chunks")
 
 
 # --------------------------------------------------------------------------- data model

@@ -4,7 +4,8 @@ The adapters keep what a file says; what follows from it is a cell, so ``perfgra
 shows the derivation: the requests in flight (``measured_in_flight``, Little's law), and where a
 file leaves them out (``MeasuredRun.derive``) its request throughput
 (``measured_request_throughput``: output tokens/s ÷ OSL), its mean E2EL (``measured_e2el``:
-TTFT + (OSL − 1) × TPOT) and the mean OSL its latencies imply (``measured_implied_osl``).
+TTFT + (OSL − 1) × TPOT), and its implied mean OSL: what its latencies imply
+(``measured_implied_osl``) or its output per request (``measured_output_per_request``).
 Each reading the file lacks is pinned as NaN, so no derivation falls back to the model's own
 figure. A run's ``derive_notes`` are note templates the derived values fill in
 (``{in_flight:.1f}``), each put where among the run's notes the reader said it.
@@ -37,8 +38,12 @@ READINGS = {"request_throughput": ("request_throughput", "measured_request_throu
 #: A derived quantity → (the cell that derives it, the unit the run keeps it in).
 DERIVED = {"in_flight": ("measured_in_flight", ""),
            "osl_implied": ("measured_implied_osl", "token"),
+           "output_per_request": ("measured_output_per_request", "token"),
            "request_throughput": ("measured_request_throughput", "request/s"),
            "e2el": ("measured_e2el", "ms")}
+#: The derived quantities either of which, where a run's ``derive`` names it, is its
+#: ``osl_implied`` (its latencies' OSL, or its output per request)
+_IMPLIED_OSL = ("osl_implied", "output_per_request")
 #: The derived quantities a run keeps as metrics (a file that lacks them: ``derive``).
 _METRICS = {"request_throughput": ("mean", "request/s", "completed requests / s ({how})"),
             "e2el": ("mean", "ms", "{how}")}
@@ -88,7 +93,7 @@ def _reading(run: MeasuredRun, key: str) -> float:
 def _valid(name: str, value: float) -> float | None:
     """A derived value, None where the readings do not give one (NaN, not positive, an
     implied OSL under one token)."""
-    if not math.isfinite(value) or value <= 0 or (name == "osl_implied" and value < 1):
+    if not math.isfinite(value) or value <= 0 or (name in _IMPLIED_OSL and value < 1):
         return None
     return value
 
@@ -108,7 +113,7 @@ def _with(run: MeasuredRun, values: Mapping[str, float | None]) -> MeasuredRun:
     return dataclasses.replace(
         run, metrics=MappingProxyType(metrics), derive_notes=(), notes=tuple(notes),
         concurrency_measured=values["in_flight"],
-        osl_implied=values["osl_implied"] if "osl_implied" in derive else run.osl_implied)
+        osl_implied=next((values[k] for k in _IMPLIED_OSL if k in derive), run.osl_implied))
 
 
 @lru_cache(maxsize=1)

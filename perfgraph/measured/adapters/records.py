@@ -101,7 +101,8 @@ class MeasuredRun:
     #: the per-request record, where the file keeps one (``compare``'s percentiles)
     per_request: PerRequest | None = field(default=None, repr=False)
     #: what the file leaves to the sheet's cells (``perfgraph.measured.derived``): (quantity,
-    #: how the file leads to it) for ``request_throughput``, ``e2el``, ``osl_implied``
+    #: how the file leads to it) for ``request_throughput``, ``e2el``, ``osl_implied``,
+    #: ``output_per_request``
     derive: tuple[tuple[str, str], ...] = ()
     #: notes stating derived values: (where among ``notes`` it goes, a template such as
     #: ``"… = {in_flight:.1f} …"``) that ``perfgraph.measured.derived`` fills in and puts there
