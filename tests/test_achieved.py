@@ -101,3 +101,58 @@ def test_the_compare_table_names_the_cells_its_mfu_and_mbu_come_from(capsys) -> 
     out = capsys.readouterr().out
     assert "achieved_mfu and achieved_mbu" in out
     assert "perfgraph explain achieved_mfu" in out
+
+
+# What a run's readings imply (sheets/achieved.toml, pinned by perfgraph.measured.derived).
+# Oracles by hand: gpu-conc's conc-1024 run (2.5585 request/s, mean E2EL 15.7037 s), the
+# InferenceMAX H100 TP2 conc-64 row (TTFT 134.7738 ms, TPOT 29.0358 ms, E2EL 26.9378 s) and
+# TensorRT-LLM's first online row (498 output tokens/s, OSL 256, TTFT 62 ms, ITL 21 ms).
+
+
+def test_measured_in_flight_is_littles_law() -> None:
+    sheet = load(ScenarioSpec()).sheet
+    sheet.set("measured_request_throughput", "2.5585303351806994 request/s")
+    sheet.set("measured_e2el", "15703.726639206876 ms")
+    assert sheet.magnitude("measured_in_flight") == pytest.approx(40.178, abs=1e-3)
+
+
+def test_measured_implied_osl_counts_the_decode_steps_after_the_first_token() -> None:
+    sheet = load(ScenarioSpec()).sheet
+    sheet.set("measured_ttft", "134.7738 ms")
+    sheet.set("measured_tpot", "29.0358 ms")
+    sheet.set("measured_e2el", "26.9378 s")
+    # (26937.8 − 134.7738) ÷ 29.0358 + 1 = 924.10
+    assert sheet.magnitude("measured_implied_osl", "token") == pytest.approx(924.10, abs=0.01)
+
+
+def test_measured_request_throughput_and_e2el_from_a_table_that_gives_neither() -> None:
+    sheet = load(ScenarioSpec(sets=(("osl", "256"),))).sheet
+    sheet.set("measured_output_throughput", "498 token/s")
+    sheet.set("measured_ttft", "62 ms")
+    sheet.set("measured_tpot", "21 ms")
+    assert sheet.magnitude("measured_request_throughput", "request/s") == pytest.approx(
+        498 / 256)  # 1.945 request/s
+    assert sheet.magnitude("measured_e2el", "ms") == pytest.approx(62 + 255 * 21)  # 5417 ms
+    # Little's law on both: 1.9453 × 5.417 s = 10.538 requests in flight
+    assert sheet.magnitude("measured_in_flight") == pytest.approx(10.5378, abs=1e-4)
+
+
+def test_unpinned_the_measured_ttft_is_the_models_own() -> None:
+    sheet = load(ScenarioSpec()).sheet
+    assert sheet.magnitude("measured_ttft", "ms") == sheet.magnitude("ttft", "ms")
+
+
+def test_explain_shows_littles_law(capsys) -> None:
+    assert main(["explain", "measured_in_flight"]) == 0
+    out = capsys.readouterr().out
+    assert "measured_request_throughput * measured_e2el / request" in out
+    assert "Little's law" in out
+
+
+def test_measured_output_per_request_is_output_over_request_rate() -> None:
+    # gpu-conc's conc-1 run: 149.7606 output tokens/s at 0.16657 request/s = 899.09 tokens each
+    sheet = load(ScenarioSpec()).sheet
+    sheet.set("measured_output_throughput", "149.76061832610986 token/s")
+    sheet.set("measured_request_throughput", "0.1665694338410722 request/s")
+    assert sheet.magnitude("measured_output_per_request", "token") == pytest.approx(
+        899.0882, abs=1e-4)

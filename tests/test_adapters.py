@@ -23,6 +23,7 @@ from perfgraph.measured.adapters import (
     detect_format,
     read_runs,
 )
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import hardware_slug
 
 DATA = Path(__file__).parent / "data" / "measured"
@@ -144,7 +145,7 @@ def test_inferencemax_h100_tp2_conc64_row():
     _note(run, "TPUT per GPU is total (input+output) tokens/s ÷ TP")
     _note(run, "directory name '1k1k'")
     implied = (26937.8 - 134.7738) / 29.0358 + 1
-    assert f"{implied:.0f}" in _note(run, "implied mean OSL")
+    assert f"{implied:.0f}" in _note(derive_runs(None, [run])[0], "implied mean OSL")
 
 
 def test_inferencemax_8k1k_lengths_and_queueing_note():
@@ -336,7 +337,7 @@ def test_gpu_conc_single_level_file():
     assert run.metrics["e2el_p99"].value == pytest.approx(17580.12586593628)
     assert run.metrics["output_speed_per_user_median"].value == pytest.approx(79.49346675282791)
     assert (run.isl, run.osl, run.completed) == (1000, 1000, 423)
-    assert "27.5 requests in flight" in _note(run, "Little's law")
+    assert "27.5 requests in flight" in _note(derive_runs(None, [run])[0], "Little's law")
 
 
 def test_gpu_conc_summary_and_failures():
@@ -513,13 +514,25 @@ def test_measured_and_configured_lengths_are_kept_apart():
     assert sg.isl_measured == pytest.approx(1222995 / 2400) and sg.isl_configured == 1024
     imax = _run(read_runs(IMAX / "1k1k/H100.json"), 4)
     assert imax.isl_measured is None and imax.osl_measured is None and imax.osl == 921.6
-    assert imax.osl_implied == pytest.approx((26937.8 - 134.7738) / 29.0358 + 1)
+    assert imax.osl_implied is None  # the sheet's measured_implied_osl works it out
+    (derived,) = derive_runs(None, [imax])
+    assert derived.osl_implied == pytest.approx((26937.8 - 134.7738) / 29.0358 + 1)
 
 
 def test_gpu_conc_gives_the_requests_in_flight():
     run = read_runs(GPU_CONC / "benchmark_concurrency_1024.json").runs[0]
-    assert run.concurrency == 1024
-    assert run.concurrency_measured == pytest.approx(2.5585303351806994 * 15.703726639206876)
+    assert run.concurrency == 1024 and run.concurrency_measured is None
+    (derived,) = derive_runs(None, [run])  # Little's law, the sheet's measured_in_flight
+    assert derived.concurrency_measured == pytest.approx(2.5585303351806994 *
+                                                         15.703726639206876)
+    assert derived.notes[0] == ("Little's law: requests/s × mean e2el = 40.2 requests in "
+                                "flight on average (successful ones; configured concurrency "
+                                "1024)")
+    # its output per request, the sheet's measured_output_per_request: output ÷ request rate
+    assert run.osl_implied is None
+    assert derived.osl_implied == pytest.approx(926.7649484536083)
+    assert derived.notes[1].startswith("implied output per successful request: "
+                                       "output_throughput × duration ÷ successful = 927 chunks")
 
 
 # --------------------------------------------------------------------------- data model

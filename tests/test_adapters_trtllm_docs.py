@@ -13,6 +13,7 @@ import pytest
 from perfgraph.measured.adapters import UnknownFormatError, read_runs
 from perfgraph.measured.adapters.trtllm_docs import model_name
 from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario import ScenarioSpec
 from perfgraph.scenario.loading import load
@@ -54,8 +55,14 @@ def test_online_first_row(online):
     m = run.metrics
     assert (m["ttft"].value, m["itl"].value) == (62, 21)
     assert (m["output_throughput"].value, m["total_throughput"].value) == (498, 1406)
+    # the table leaves the request rate and E2EL to the sheet's cells (measured/derived)
+    assert "request_throughput" not in m and "e2el" not in m
+    assert dict(run.derive).keys() == {"request_throughput", "e2el"}
+    (derived,) = derive_runs(None, [run])
+    m = derived.metrics
     assert m["request_throughput"].value == pytest.approx(498 / 256)  # not the rounded 2
-    assert m["e2el"].value == 62 + 255 * 21  # TTFT + (OSL − 1) × ITL
+    assert m["e2el"].value == pytest.approx(62 + 255 * 21)  # TTFT + (OSL − 1) × ITL
+    assert derived.notes[0].endswith("output tokens/s ÷ OSL (1.95/s)")
 
 
 def test_online_blank_cells_repeat_the_row_above(online):

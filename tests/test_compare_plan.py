@@ -3,6 +3,7 @@ by prediction, to hand-computed numbers; and plan --bench, the command that make
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 from pathlib import Path
@@ -27,6 +28,7 @@ PLAN = {
                         "itl_worst": {"value": 24.0, "unit": "ms"},
                         "e2e_served": {"value": 24000.0, "unit": "ms"},
                         "served_throughput_per_gpu": {"value": 1000.0, "unit": "token/s"},
+                        "served_output_rate": {"value": 2000.0, "unit": "token/s"},
                         "deployment_gpus": {"value": 2.0, "unit": ""},
                         "deployment_replicas": {"value": 1.0, "unit": ""},
                         "n_gpus": {"value": 2.0, "unit": ""}}},
@@ -57,6 +59,16 @@ def test_each_slo_and_prediction_against_hand_computed_numbers(tmp_path, capsys)
     said = " ".join(run["caveats"])
     assert "mean ISL 920.8 is 10% from the plan's 1024" in said
     assert "as fast as it could, at most 64 in flight" in said
+
+
+def test_a_plan_saved_before_served_output_rate_still_reads(tmp_path, capsys) -> None:
+    old = copy.deepcopy(PLAN)
+    del old["best"]["values"]["served_output_rate"]
+    code, out = _compare(old, tmp_path, capsys)
+    run = out["runs"][0]
+    predicted = {p["metric"]: p["predicted"] for p in run["predictions"]}
+    assert code == 1 and predicted["throughput"] == 1000.0 * 2  # per GPU × deployment GPUs
+    assert any("predates served_output_rate" in c for c in run["caveats"])
 
 
 def test_the_table_says_met_and_missed_with_the_margin(tmp_path, capsys) -> None:
@@ -97,8 +109,8 @@ def test_a_plan_from_plan_format_json(tmp_path, capsys) -> None:
     assert [(s["slo"], s["met"]) for s in run["slos"]] == [("ttft", True), ("itl", False)]
     predicted = {p["metric"]: p["predicted"] for p in run["predictions"]}
     assert predicted["ttft"] == v["ttft_at_rate"]["value"]
-    assert predicted["throughput"] == pytest.approx(
-        v["served_throughput_per_gpu"]["value"] * v["deployment_gpus"]["value"])
+    # the sheet's served_output_rate, read, not rebuilt from the per-GPU figure
+    assert predicted["throughput"] == v["served_output_rate"]["value"]
     assert predicted["throughput"] == pytest.approx(2.4 * 1024)  # the rate, all served
     assert code == 1
 

@@ -40,11 +40,12 @@ def achieved_by(sheet: Sheet, cols: Mapping[str, np.ndarray],
     where it has none); one evaluation per throughput definition."""
     n = len(throughputs)
     out = {field: np.full(n, math.nan) for field in ACHIEVED}
-    tpot = np.asarray(tpot_ms, dtype=float) * _factor(sheet, "ms", "measured_tpot")
+    tpot = np.asarray(tpot_ms, dtype=float) * to_declared(sheet, "ms", "measured_tpot")
     for key in dict.fromkeys(k for k, _ in throughputs):
         rows = np.array([i for i, (k, _) in enumerate(throughputs) if k == key])
         pinned = MEASURED_CELL[key]
-        value = np.array([throughputs[i][1] for i in rows]) * _factor(sheet, "token/s", pinned)
+        value = np.array([throughputs[i][1] for i in rows]) * to_declared(sheet, "token/s",
+                                                                          pinned)
         given = {name: np.asarray(col)[rows] for name, col in cols.items()}
         values = sheet.evaluate_columns({**given, "measured_tpot": tpot[rows], pinned: value},
                                         len(rows), only=[c for c, _ in ACHIEVED.values()])
@@ -60,6 +61,6 @@ def in_unit(sheet: Sheet, columns: Mapping[str, np.ndarray], name: str,
     return np.asarray(columns[name], dtype=float) * factor
 
 
-def _factor(sheet: Sheet, given: str, name: str) -> float:
-    """The factor from ``given`` to ``name``'s declared unit."""
+def to_declared(sheet: Sheet, given: str, name: str) -> float:
+    """The factor from ``given`` to ``name``'s declared unit (a column to pin)."""
     return float(unit(given).factor / unit(sheet.declaration(name).unit).factor)

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from perfgraph.engine.sheet import Sheet
 from perfgraph.scenario import profiles
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 
@@ -79,6 +80,9 @@ class Baseline:
     #: the calibration's label for runs taken together (each run's domain verdict is in its
     #: own notes: "predicted by …"); roofline without one
     label: str = "roofline"
+    #: the scenario's sheet, whose cells work out what a run's readings imply
+    #: (``perfgraph.measured.derived``); None: a default scenario's
+    sheet: Sheet | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_spec(cls, spec: ScenarioSpec) -> Baseline:
@@ -93,7 +97,8 @@ class Baseline:
         label = profiles.label(scenario.calibration.doc) if scenario.calibration else \
             "roofline"
         return cls(spec, choices, values, frozenset(_explicit(spec, scenario)),
-                   frozenset(scenario.sheet.names), scenario.engine, label)
+                   frozenset(scenario.sheet.names), scenario.engine, label,
+                   scenario.sheet)
 
     @property
     def reference(self) -> str:

@@ -42,6 +42,7 @@ from perfgraph.errors import PerfgraphError
 from perfgraph.measured.achieved import achieved_by
 from perfgraph.measured.achieved import in_unit as in_unit
 from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
@@ -129,7 +130,7 @@ def compare_runs(runs: Iterable[MeasuredRun], base: Baseline, levers: bool = Tru
                  percentiles: bool = False) -> tuple[Comparison, ...]:
     """Compare each run with the model at its configuration; never raises for a bad run.
     ``percentiles``: also simulate each run that keeps a per-request record."""
-    runs = list(runs)
+    runs = derive_runs(base.sheet, runs)
     setups = [setup_run(run, base) for run in runs]
     results: list[Comparison | None] = [None] * len(runs)
     groups: dict[tuple, list[int]] = {}

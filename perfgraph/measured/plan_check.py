@@ -10,8 +10,9 @@ promised (the statistic the SLO bounds: the mean for a plain SLO, the percentile
 * ITL: the plan's ``itl_worst`` vs the measured mean TPOT (time per output token after the
   first; the mean ITL per streamed chunk where the file has no TPOT);
 * E2E: the plan's ``e2e_served`` vs the measured mean end-to-end latency;
-* throughput: the deployment's output tokens/s, ``served_throughput_per_gpu`` ×
-  ``deployment_gpus``, vs the measured output tokens/s of the run;
+* throughput: the deployment's output tokens/s (``served_output_rate``), vs the measured
+  output tokens/s of the run (a plan saved before the plan kept that cell: its
+  ``served_throughput_per_gpu`` × ``deployment_gpus``, said in a caveat);
 * a percentile SLO's statistic (``ttft.p99`` …): the chosen candidate's simulated value vs
   the file's percentile.
 
@@ -33,6 +34,7 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.whatif.plan_answer import (
     DisaggregatedPools,
     HoldReport,
+    PlanCandidate,
     PlanFound,
     UnitValue,
     from_json,
@@ -64,6 +66,7 @@ class Promise:
     rate: float
     isl: float | None
     osl: float | None
+    notes: tuple[str, ...] = ()  # how the plan was read (an older plan file)
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def _promise(path: str, ans: PlanFound) -> Promise:
     slos = [s for s in slos if (s[0], s[2]) not in stand_ins] + tails
     predicted = {"ttft": best.ttft, "itl": best.itl, "e2e": best.e2e}  # PREDICTIONS' cells
     predicted.update(_simulated(sim))
-    predicted["throughput"] = best.per_gpu * best.gpus
+    predicted["throughput"], notes = _served(best)
     pools = best.pools
     held = (f"{pools.prefill.replicas:g}P{pools.decode.replicas:g}D"
             if isinstance(pools, DisaggregatedPools) else f"{pools.replicas:g} replica(s)")
@@ -149,7 +152,18 @@ def _promise(path: str, ans: PlanFound) -> Promise:
                f"batch {best.batch:g}, {held}, {best.gpus:g} GPUs")
     bench = ans.benchmark
     return Promise(path, summary, tuple(slos), predicted, q.request_rate.value,
-                   None if bench is None else bench.isl, None if bench is None else bench.osl)
+                   None if bench is None else bench.isl, None if bench is None else bench.osl,
+                   notes)
+
+
+def _served(best: PlanCandidate) -> tuple[float, tuple[str, ...]]:
+    """The deployment's output tokens/s, the sheet's ``served_output_rate``; a plan saved
+    before the plan kept it gives it back from the per-GPU figure, and says so."""
+    if best.served_output_rate is not None:
+        return best.served_output_rate, ()
+    return best.per_gpu * best.gpus, (
+        "the plan predates served_output_rate: its throughput is served_throughput_per_gpu "
+        "× deployment_gpus (run plan again to read the cell)",)
 
 
 def _simulated(sim: HoldReport | None) -> dict[str, float]:
@@ -201,7 +215,7 @@ def check(promise: Promise, run: MeasuredRun) -> PlanCheck:
 
 def caveats(promise: Promise, run: MeasuredRun) -> list[str]:
     """Where the run did not ask the plan's question."""
-    out = []
+    out = list(promise.notes)
     for name, planned, got in (("ISL", promise.isl, run.isl), ("OSL", promise.osl, run.osl)):
         if planned and got and abs(got / planned - 1) > LENGTH_TOLERANCE:
             out.append(f"the run's mean {name} {got:g} is {abs(got / planned - 1):.0%} from "

@@ -9,7 +9,8 @@ with a note.
 
 Concurrency, in order: the file's configured concurrency, unless the file's own numbers show
 fewer requests in flight (``MeasuredRun.concurrency_measured``, Little's law: request
-throughput × mean E2EL, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the batch
+throughput × mean E2EL, the cell ``measured_in_flight`` that ``perfgraph.measured.derived``
+evaluates, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the batch
 the server saw; an explicit ``--set concurrency=N`` wins over any such estimate, never over a
 configured concurrency the file's numbers bear out.  A rate-driven run (no configured
 concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate; a
@@ -31,7 +32,6 @@ from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.adapters.base import in_flight
 from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exported)
     _CELL_FOR,
     CAPACITY,
@@ -347,7 +347,7 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
         notes.append(f"concurrency {number(inflight, 3)} in flight used, not the configured "
                      f"{number(configured)}: {shown}; the server batched what was in flight")
         return float(inflight), "in flight"
-    estimate = in_flight(run.metrics)
+    estimate = run.concurrency_measured
     if explicit is not None:
         if estimate is not None:
             notes.append(f"concurrency {number(explicit)} from --set concurrency; the "

@@ -142,6 +142,13 @@ class PlanCandidate:
         return self.values["served_throughput_per_gpu"].value
 
     @property
+    def served_output_rate(self) -> float | None:
+        """Output tokens/s the whole deployment produces at the rate (``served_output_rate``);
+        None for an answer saved before the plan kept it."""
+        v = self.values.get("served_output_rate")
+        return None if v is None else v.value
+
+    @property
     def per_user(self) -> float:
         """Output tokens/s each user sees (``tokens_per_s_per_user``)."""
         return self.values["tokens_per_s_per_user"].value

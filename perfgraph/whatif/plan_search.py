@@ -54,7 +54,7 @@ VALUES = ("deployment_replicas", "prefill_replicas", "decode_replicas_at_batch",
           "served_throughput_per_gpu", "tokens_per_s_per_user", "cost_per_mtok_input",
           "cost_per_mtok_output", "cost_per_mtok_total", "energy_per_token", "max_concurrency",
           "ttft_at_rate", "prefill_queue_wait", "prefill_pool_replicas",
-          "capacity_throughput_per_gpu")
+          "capacity_throughput_per_gpu", "served_output_rate")
 #: engine_starts: a candidate the engine would refuse to start (its KV cannot hold its
 #: minimum, or its CUDA graphs do not fit in what the budget leaves) is never proposed
 MASKS = ("plan_feasible", "batch_fits", "model_fits", "engine_starts")

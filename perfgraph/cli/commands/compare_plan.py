@@ -11,6 +11,7 @@ import sys
 from perfgraph._infra.atomic import write_text_atomic
 from perfgraph.errors import InputError
 from perfgraph.measured import plan_check
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.reading import read_measured
 from perfgraph.output import plan_check_report as report
 
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if not measured.runs:
         print("perfgraph: error: no run could be read", file=sys.stderr)
         return 1
-    checks = [plan_check.check(promise, r) for r in measured.runs]
+    checks = [plan_check.check(promise, r) for r in derive_runs(None, measured.runs)]
     text = json.dumps(report.as_json(promise, checks), indent=2) + "\n" \
         if args.format == "json" else report.table(promise, checks)
     if args.out:

@@ -27,7 +27,6 @@ from .base import (
     check_number,
     concurrency_of,
     count,
-    in_flight,
     put,
 )
 
@@ -157,7 +156,6 @@ def read_aiperf(data: Mapping, fmt: str, index: int, ctx: Context, notes: list[s
         caveats=_notes(data),
         model=str(model) if model else None,
         concurrency=concurrency_of(conc, "concurrency") if conc is not None else None,
-        concurrency_measured=in_flight(metrics),
         request_rate=check_number(rate, "request_rate", True) if rate is not None else None,
         isl=_avg(data, "input_sequence_length"),
         osl=_avg(data, "output_sequence_length"),

@@ -38,7 +38,6 @@ from .run_numbers import (  # noqa: F401 - re-exported
     concurrency_of,
     count,
     fmt_num,
-    in_flight,
     metric_key,
     number,
     positive,
@@ -78,8 +77,12 @@ def make_label(prefix: str, run: Mapping[str, Any]) -> str:
 _TARGET = {"isl": "isl_configured", "osl": "osl_configured"}
 _FIXED = ("source", "format", "index", "label", "metrics", "notes", "caveats")
 _DERIVED = ("isl_measured", "osl_measured")  # build_run sets them from isl / osl
+#: set later, from the cells (perfgraph.measured.derived), never by a reader
+_LATER = ("concurrency_measured",)
 _FIELDS = tuple(f.name for f in dataclasses.fields(MeasuredRun)
-                if f.name not in _FIXED + _DERIVED)
+                if f.name not in _FIXED + _DERIVED + _LATER)
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(MeasuredRun)
+             if f.default is not dataclasses.MISSING}
 
 
 def build_run(
@@ -101,7 +104,7 @@ def build_run(
     unknown = set(fields) - set(_FIELDS)
     if unknown:
         raise TypeError(f"unknown run fields {sorted(unknown)}")
-    values = {f: fields.get(f) for f in _FIELDS}
+    values: dict[str, Any] = {f: fields.get(f, _DEFAULTS.get(f)) for f in _FIELDS}
     kept: list[str] = [c for c in caveats if c]
     notes_: list[str] = [n for n in notes if n] + kept
     _apply_context(ctx, values, notes_)
@@ -154,7 +157,7 @@ def _check_config(values: dict) -> None:
         values["concurrency"] = concurrency_of(values["concurrency"], "concurrency")
     for key in ("isl", "osl", "isl_configured", "osl_configured", "osl_implied",
                 "isl_expected", "osl_expected",
-                "concurrency_measured", "request_rate", "duration_s"):
+                "request_rate", "duration_s"):
         value = values[key]
         if value is not None and (check_number(value, key, allow_inf=key == "request_rate")
                                   <= 0):

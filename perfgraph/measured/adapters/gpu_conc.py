@@ -21,12 +21,15 @@ from .base import (
     concurrency_of,
     first_record,
     gpu_name,
-    in_flight,
     number,
     positive,
     put,
 )
 
+#: The output each request produced, left to the sheet's ``measured_output_per_request``
+#: (perfgraph.measured.derived): output tokens/s ÷ requests/s, the file's requests_per_second
+#: being its successful requests ÷ the measured duration.
+OUTPUT_PER_REQUEST = (("output_per_request", "output_throughput × duration ÷ successful"),)
 _LATENCIES = (  # file key, metric base, statistic
     ("average_ttft", "ttft", "mean"),
     ("median_ttft", "ttft", "median"),
@@ -80,8 +83,7 @@ class GpuConcAdapter(Adapter):
         metrics = _metrics(record)
         config = _dict(record.get("test_config")) or shared["config"]
         gpu = _dict(record.get("gpu_info")) or shared["gpu_info"]
-        notes, caveats = _notes(record, metrics, conc, completed, duration, config)
-        per_request = metrics["output_throughput"].value * duration / completed
+        notes, caveats = _notes(record, config)
         count = gpu.get("count")
         tp = 1 if count == 1 else None
         if count not in (None, 1):
@@ -97,8 +99,13 @@ class GpuConcAdapter(Adapter):
             hardware=gpu_name(gpu.get("model")),
             tp=tp,
             concurrency=conc,
-            concurrency_measured=in_flight(metrics),
-            osl_implied=per_request if per_request >= 1 else None,
+            derive_notes=((0, f"Little's law: requests/s × mean e2el = {{in_flight:.1f}} "
+                              f"requests in flight on average (successful ones; configured "
+                              f"concurrency {conc:g})"),
+                          (1, "implied output per successful request: output_throughput × "
+                              "duration ÷ successful = {output_per_request:.0f} chunks (target "
+                              f"{config.get('output_tokens')})")),
+            derive=OUTPUT_PER_REQUEST,
             isl_configured=number(config, "input_tokens", required=False),
             osl_configured=number(config, "output_tokens", required=False),
             completed=completed,
@@ -146,13 +153,13 @@ def _metrics(record: dict) -> dict:
     return metrics
 
 
-def _notes(record, metrics, conc, completed, duration, config) -> tuple[list[str], list[str]]:
+def _notes(record, config) -> tuple[list[str], list[str]]:
     """(notes, caveats): what the reader worked out, and what changes how the numbers read."""
     caveats = [
         "output 'tokens' are counted as streamed content chunks (one per token only if "
         "the server streams token by token)"
     ]
-    notes = []
+    notes: list[str] = []
     failed = number(record, "failed_requests", required=False)
     if failed:
         summary = _dict(record.get("error_summary"))
@@ -161,15 +168,4 @@ def _notes(record, metrics, conc, completed, duration, config) -> tuple[list[str
             f"request_timeout {config.get('request_timeout')} s) and are excluded from every "
             "statistic"
         )
-    inflight = in_flight(metrics)
-    if inflight is not None:
-        notes.append(
-            f"Little's law: requests/s × mean e2el = {inflight:.1f} requests in flight "
-            f"on average (successful ones; configured concurrency {conc:g})"
-        )
-    per_request = metrics["output_throughput"].value * duration / completed
-    notes.append(
-        f"implied output per successful request: output_throughput × duration ÷ "
-        f"successful = {per_request:.0f} chunks (target {config.get('output_tokens')})"
-    )
     return notes, caveats

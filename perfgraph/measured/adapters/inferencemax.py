@@ -139,13 +139,14 @@ class InferenceMaxRowsAdapter(Adapter):
         _queued(ttft, shared["lowest_ttft"].get(_group(record)), notes)
         isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
         isl_exp, osl_exp = (None if n is None else expected_mean(n) for n in (isl_cfg, osl_cfg))
-        implied = _implied_osl(ttft, tpot, e2el_s, osl_cfg, notes)
+        implied = (len(notes), _implied_note(osl_cfg))  # said after the notes so far
         return build_run(
             ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu, tp),
             notes=notes, caveats=caveats, model=_model(record, ctx, notes),
             precision=str(precision) if precision else None,
             hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
-            isl_configured=isl_cfg, osl_configured=osl_cfg, osl_implied=implied,
+            isl_configured=isl_cfg, osl_configured=osl_cfg, derive=IMPLIED_OSL,
+            derive_notes=(implied,),
             isl_expected=isl_exp, osl_expected=osl_exp,
             # the row's Framework as it says it ("VLLM", "TRT"), else its runner's suffix;
             # measured/setup maps it to an engine
@@ -161,14 +162,15 @@ def _queued(ttft: float, lowest: float | None, notes: list[str]) -> None:
                      "this concurrency)")
 
 
-def _implied_osl(ttft: float, tpot: float, e2el_s: float, osl_cfg: int | None,
-                 notes: list[str]) -> float | None:
-    implied = (e2el_s * 1000.0 - ttft) / tpot + 1
-    if implied < 1:
-        return None
-    notes.append(f"implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {implied:.0f}"
-                 + (f" (configured {osl_cfg})" if osl_cfg else ""))
-    return implied
+#: The rows record no lengths: the mean OSL their latencies imply is the sheet's
+#: ``measured_implied_osl`` (perfgraph.measured.derived), (E2EL − TTFT) ÷ TPOT + 1.
+IMPLIED_OSL = (("osl_implied", "(E2EL − TTFT)/TPOT + 1: the rows record no lengths"),)
+
+
+def _implied_note(osl_cfg: int | None) -> str:
+    """The note stating the implied OSL, a template ``derived`` fills in."""
+    return ("implied mean OSL ≈ (E2EL − TTFT)/TPOT + 1 = {osl_implied:.0f}"
+            + (f" (configured {osl_cfg})" if osl_cfg else ""))
 
 
 def _row_metrics(ttft: float, tpot: float, e2el_s: float, per_gpu: float, tp: int) -> dict:

@@ -63,12 +63,14 @@ class MeasuredRun:
     notes: tuple[str, ...]  # everything the reader did or noticed (`compare --notes`)
     precision: str | None = None  # as the file states it ("FP8", "fp8", "bf16"), else None
     #: mean requests in flight the file's own numbers show (Little's law: request throughput ×
-    #: mean E2EL), when the file has them; may be below the configured ``concurrency``
+    #: mean E2EL, the cell ``measured_in_flight``), when the file has them; may be below the
+    #: configured ``concurrency``. Set by ``perfgraph.measured.derived``, never by a reader
     concurrency_measured: float | None = None
     #: the measured mean lengths alone (``isl``/``osl`` fall back to the configured ones)
     isl_measured: float | None = None
     osl_measured: float | None = None
-    #: a mean OSL implied by the file's latencies where it records no lengths (InferenceMAX)
+    #: a mean OSL implied by the file's numbers where it records no lengths (InferenceMAX: its
+    #: latencies, through the cell ``measured_implied_osl``; gpu-conc: output per request)
     osl_implied: float | None = None
     #: the notes that change how the numbers read (zero-length outputs, recomputed metrics, ITL
     #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
@@ -98,6 +100,13 @@ class MeasuredRun:
     spec_decoding: str | None = None  # "none", "mtp", "eagle" …
     #: the per-request record, where the file keeps one (``compare``'s percentiles)
     per_request: PerRequest | None = field(default=None, repr=False)
+    #: what the file leaves to the sheet's cells (``perfgraph.measured.derived``): (quantity,
+    #: how the file leads to it) for ``request_throughput``, ``e2el``, ``osl_implied``,
+    #: ``output_per_request``
+    derive: tuple[tuple[str, str], ...] = ()
+    #: notes stating derived values: (where among ``notes`` it goes, a template such as
+    #: ``"… = {in_flight:.1f} …"``) that ``perfgraph.measured.derived`` fills in and puts there
+    derive_notes: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -94,14 +94,6 @@ def concurrency_of(value: Any, what: str = "concurrency") -> float:
     return n
 
 
-def in_flight(metrics: Mapping[str, Metric]) -> float | None:
-    """Mean requests in flight by Little's law: request throughput × mean E2EL."""
-    rate, e2el = metrics.get("request_throughput"), metrics.get("e2el")
-    if rate is None or e2el is None or rate.value <= 0 or e2el.value <= 0:
-        return None
-    return rate.value * e2el.value / 1000.0
-
-
 # --------------------------------------------------------------------------- metrics
 
 _STAT = r"(mean|median|std|min|max|p\d+(?:\.\d+)?)"

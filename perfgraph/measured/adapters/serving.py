@@ -24,7 +24,6 @@ from .base import (
     completed_count,
     concurrency_of,
     fmt_num,
-    in_flight,
     number,
     positive,
 )
@@ -104,7 +103,6 @@ class ServingRecord:
             notes=self.notes,
             caveats=self.caveats,
             label_prefix=label_prefix,
-            concurrency_measured=in_flight(self.metrics),
             concurrency=self.load[0],
             request_rate=self.load[1],
             isl=isl,

@@ -12,8 +12,9 @@ Two tables, told apart by their header rows:
 * **Online** ("Model", "GPU", "TP", "QPS", "Mean TTFT(ms)", "Mean ITL(ms)" …): the Triton
   tensorrtllm_backend at Poisson request rates (QPS ``INF``: all at once); mean TTFT and ITL,
   total and output tokens/s. ``Tput(req/s)`` is printed as a whole number, so the request rate
-  is taken as output tokens/s ÷ OSL instead, and the mean E2EL as TTFT + (OSL − 1) × ITL (the
-  table has none), both said in each run's notes.
+  is left to the sheet's ``measured_request_throughput`` (output tokens/s ÷ OSL), and the mean
+  E2EL (the table has none) to ``measured_e2el`` (TTFT + (OSL − 1) × ITL), both said in each
+  run's notes (``perfgraph.measured.derived`` works them out).
 
 The engine version, the request count and the precision of the online table come from the
 excerpt's comment lines, which quote the doc ("generated using version 0.17", "with 500
@@ -46,6 +47,12 @@ _ONLINE_HEAD = ("model", "gpu", "tp", "input length", "output length", "qps", "t
                 "mean ttft(ms)", "mean itl(ms)", "total token tput (tok/s)",
                 "output tput (tok/s)")
 ENGINE = "TensorRT-LLM"
+#: What the online table leaves to the sheet's cells (perfgraph.measured.derived): its request
+#: throughput (``measured_request_throughput``) and mean E2EL (``measured_e2el``)
+ONLINE_DERIVED = (
+    ("request_throughput", "derived here: output tokens/s ÷ OSL; the table prints req/s as a "
+                           "whole number"),
+    ("e2el", "derived here: mean TTFT + (OSL − 1) × mean ITL; the table gives no E2EL"))
 
 
 def model_name(text: str) -> str:
@@ -161,20 +168,18 @@ class TrtllmOnlineAdapter(Adapter):
         ttft, itl = (_number(record[k], k) for k in ("mean ttft(ms)", "mean itl(ms)"))
         put(metrics, "ttft", "mean", ttft, "ms", "mean time to first token")
         put(metrics, "itl", "mean", itl, "ms", "mean inter-token latency")
-        output = put_rate(metrics, "output_throughput",
-                          _number(record["output tput (tok/s)"], "output tput"))
+        put_rate(metrics, "output_throughput", _number(record["output tput (tok/s)"],
+                                                       "output tput"))
         put_rate(metrics, "total_throughput", _number(record["total token tput (tok/s)"],
                                                       "total token tput"))
-        put_rate(metrics, "request_throughput", output / osl,
-                 "derived here: output tokens/s ÷ OSL; the table prints req/s as a whole number")
-        put(metrics, "e2el", "mean", ttft + (osl - 1) * itl, "ms",
-            "derived here: mean TTFT + (OSL − 1) × mean ITL; the table gives no E2EL")
         return build_run(
             ctx, self.format, index, metrics=metrics, label_prefix="trtllm online",
-            notes=[f"request rate {record['qps']} QPS (Poisson); the table's "
-                   f"{record['tput(req/s)']} req/s is rounded, so request throughput is "
-                   f"output tokens/s ÷ OSL ({output / osl:.3g}/s)",
-                   "mean E2EL derived as TTFT + (OSL − 1) × ITL (the table gives none)"],
+            derive=ONLINE_DERIVED,
+            derive_notes=((0, f"request rate {record['qps']} QPS (Poisson); the table's "
+                              f"{record['tput(req/s)']} req/s is rounded, so request "
+                              "throughput is output tokens/s ÷ OSL ({request_throughput:.3g}/s)"),
+                          (1, "mean E2EL derived as TTFT + (OSL − 1) × ITL (the table gives "
+                              "none)")),
             model=model_name(record["model"]), hardware=gpu_name(record["gpu"]),
             precision=shared["precision"], tp=tp_of(record["tp"]), request_rate=rate,
             isl_configured=isl, osl_configured=osl, completed=shared["requests"],

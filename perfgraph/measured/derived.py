@@ -1,0 +1,129 @@
+"""What a run's own readings imply, through the sheet's cells (``sheets/achieved.toml``).
+
+The adapters keep what a file says; what follows from it is a cell, so ``perfgraph explain``
+shows the derivation: the requests in flight (``measured_in_flight``, Little's law), and where a
+file leaves them out (``MeasuredRun.derive``) its request throughput
+(``measured_request_throughput``: output tokens/s ÷ OSL), its mean E2EL (``measured_e2el``:
+TTFT + (OSL − 1) × TPOT), and its implied mean OSL: what its latencies imply
+(``measured_implied_osl``) or its output per request (``measured_output_per_request``).
+Each reading the file lacks is pinned as NaN, so no derivation falls back to the model's own
+figure. A run's ``derive_notes`` are note templates the derived values fill in
+(``{in_flight:.1f}``), each put where among the run's notes the reader said it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from types import MappingProxyType
+
+import numpy as np
+
+from perfgraph.engine.sheet import Sheet
+from perfgraph.measured.achieved import in_unit, to_declared
+from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.adapters.records import Metric
+from perfgraph.scenario.loading import ScenarioSpec, load
+
+#: A reading → (its metric key in the run, the cell it pins, the unit the run keeps it in).
+READINGS = {"request_throughput": ("request_throughput", "measured_request_throughput",
+                                   "request/s"),
+            "e2el": ("e2el", "measured_e2el", "ms"),
+            "ttft": ("ttft", "measured_ttft", "ms"),
+            "tpot": ("tpot", "measured_tpot", "ms"),
+            "output_throughput": ("output_throughput", "measured_output_throughput", "token/s")}
+#: A derived quantity → (the cell that derives it, the unit the run keeps it in).
+DERIVED = {"in_flight": ("measured_in_flight", ""),
+           "osl_implied": ("measured_implied_osl", "token"),
+           "output_per_request": ("measured_output_per_request", "token"),
+           "request_throughput": ("measured_request_throughput", "request/s"),
+           "e2el": ("measured_e2el", "ms")}
+#: The derived quantities either of which, where a run's ``derive`` names it, is its
+#: ``osl_implied`` (its latencies' OSL, or its output per request)
+_IMPLIED_OSL = ("osl_implied", "output_per_request")
+#: The derived quantities a run keeps as metrics (a file that lacks them: ``derive``).
+_METRICS = {"request_throughput": ("mean", "request/s", "completed requests / s ({how})"),
+            "e2el": ("mean", "ms", "{how}")}
+
+
+def derive_runs(sheet: Sheet | None, runs: Iterable[MeasuredRun]) -> list[MeasuredRun]:
+    """Each run with what its readings imply: ``concurrency_measured`` (Little's law) where it
+    has a request throughput and a mean E2EL, the quantities its ``derive`` names (metrics,
+    ``osl_implied``), and its ``derive_notes`` filled in (once: a derived run keeps none);
+    one evaluation per ``derive``. ``sheet``: the scenario's (None: the default scenario's;
+    with every reading pinned the derivations do not depend on the scenario)."""
+    sheet = sheet if sheet is not None else _default_sheet()
+    runs = list(runs)
+    out = list(runs)
+    for key in dict.fromkeys(r.derive for r in runs):
+        rows = [i for i, r in enumerate(runs) if r.derive == key]
+        values = derived_values(sheet, [runs[i] for i in rows], tuple(k for k, _ in key))
+        for j, i in enumerate(rows):
+            out[i] = _with(runs[i], {name: column[j] for name, column in values.items()})
+    return out
+
+
+def derived_values(sheet: Sheet, runs: Sequence[MeasuredRun],
+                   derive: tuple[str, ...] = ()) -> dict[str, list[float | None]]:
+    """Per :data:`DERIVED` quantity, its value for each run (None where its readings do not
+    give it); the quantities in ``derive`` are worked out, not read."""
+    columns: dict[str, np.ndarray] = {}
+    for reading, (key, cell, kept) in READINGS.items():
+        if reading in derive:
+            continue
+        given = np.array([_reading(r, key) for r in runs], dtype=float)
+        columns[cell] = given * to_declared(sheet, kept, cell)
+    columns["osl"] = np.array([math.nan if r.osl is None else r.osl for r in runs]) * \
+        to_declared(sheet, "token", "osl")
+    got = sheet.evaluate_columns(columns, len(runs), only=[c for c, _ in DERIVED.values()])
+    return {name: [_valid(name, float(v)) for v in in_unit(sheet, got, cell, kept)]
+            for name, (cell, kept) in DERIVED.items()}
+
+
+def _reading(run: MeasuredRun, key: str) -> float:
+    """A metric as the file gives it; a TPOT falls back to the mean ITL (a table that gives
+    only the ITL, TensorRT-LLM's)."""
+    metric = run.metrics.get(key) or (run.metrics.get("itl") if key == "tpot" else None)
+    return math.nan if metric is None else metric.value
+
+
+def _valid(name: str, value: float) -> float | None:
+    """A derived value, None where the readings do not give one (NaN, not positive, an
+    implied OSL under one token)."""
+    if not math.isfinite(value) or value <= 0 or (name in _IMPLIED_OSL and value < 1):
+        return None
+    return value
+
+
+def _with(run: MeasuredRun, values: Mapping[str, float | None]) -> MeasuredRun:
+    derive = dict(run.derive)
+    metrics = dict(run.metrics)
+    for name, (statistic, kept, definition) in _METRICS.items():
+        if name in derive and values[name] is not None:
+            metrics[name] = Metric(float(values[name]), kept, statistic,  # type: ignore[arg-type]
+                                   definition.format(how=derive[name]))
+    notes = list(run.notes)
+    for at, template in run.derive_notes:  # in order: each position counts the ones before
+        filled = _filled(template, values)
+        if filled is not None:
+            notes.insert(at, filled)
+    return dataclasses.replace(
+        run, metrics=MappingProxyType(metrics), derive_notes=(), notes=tuple(notes),
+        concurrency_measured=values["in_flight"],
+        osl_implied=next((values[k] for k in _IMPLIED_OSL if k in derive), run.osl_implied))
+
+
+@lru_cache(maxsize=1)
+def _default_sheet() -> Sheet:
+    return load(ScenarioSpec()).sheet
+
+
+def _filled(template: str, values: Mapping[str, float | None]) -> str | None:
+    """A note template with the derived values put in; None when one it names has none."""
+    names = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    if any(values.get(n) is None for n in names):
+        return None
+    return template.format(**values)

@@ -1,0 +1,63 @@
+"""What a run's readings imply, worked out by the sheet's cells (perfgraph.measured.derived):
+Little's law for the requests in flight, and what a file leaves out (a rate, an E2EL, an
+implied OSL); a reading the file lacks never falls back to the model's figure."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+
+from perfgraph.measured.adapters import MeasuredRun, Metric
+from perfgraph.measured.derived import derive_runs
+
+
+def _run(metrics: dict[str, float], **fields) -> MeasuredRun:
+    units = {"request_throughput": "request/s", "output_throughput": "token/s"}
+    kept = MappingProxyType({k: Metric(v, units.get(k, "ms"), "mean", k)
+                             for k, v in metrics.items()})
+    return MeasuredRun("x.json", "test", 0, "run", None, None, 1, 8.0, None, 1000.0, 200.0,
+                       None, None, 10, 60.0, kept, ("the reader's note",), **fields)
+
+
+def test_littles_law_by_hand_and_its_note_first() -> None:
+    run = _run({"request_throughput": 2.0, "e2el": 3500.0},
+               derive_notes=((0, "{in_flight:.1f} in flight"),))
+    (got,) = derive_runs(None, [run])
+    assert got.concurrency_measured == pytest.approx(7.0)  # 2 /s × 3.5 s
+    assert got.notes == ("7.0 in flight", "the reader's note")
+    assert derive_runs(None, [got])[0].notes == got.notes  # derived once, noted once
+
+
+def test_a_note_goes_where_the_reader_said_it() -> None:
+    run = _run({"request_throughput": 2.0, "e2el": 3500.0},
+               derive_notes=((1, "{in_flight:.1f} in flight"), (0, "first")))
+    (got,) = derive_runs(None, [run])
+    assert got.notes == ("first", "the reader's note", "7.0 in flight")
+
+
+def test_a_missing_reading_gives_nothing_rather_than_the_models_figure() -> None:
+    (got,) = derive_runs(None, [_run({"request_throughput": 2.0},
+                                     derive_notes=((0, "{in_flight:.1f} in flight"),))])
+    assert got.concurrency_measured is None and got.notes == ("the reader's note",)
+    (got,) = derive_runs(None, [_run({"ttft": 100.0, "tpot": 10.0},
+                                     derive=(("osl_implied", "from latencies"),))])
+    assert got.osl_implied is None
+
+
+def test_a_file_that_leaves_out_its_rate_and_e2el() -> None:
+    run = _run({"output_throughput": 400.0, "ttft": 50.0, "itl": 10.0},
+               derive=(("request_throughput", "out ÷ OSL"), ("e2el", "TTFT + (OSL − 1) × ITL")))
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["request_throughput"].value == pytest.approx(2.0)  # 400 ÷ 200
+    assert got.metrics["request_throughput"].definition == "completed requests / s (out ÷ OSL)"
+    assert got.metrics["e2el"].value == pytest.approx(50 + 199 * 10)  # 2040 ms
+    assert got.concurrency_measured == pytest.approx(2.0 * 2.040)
+
+
+def test_implied_osl_only_where_the_file_leaves_it_out() -> None:
+    metrics = {"ttft": 100.0, "tpot": 10.0, "e2el": 2090.0}
+    plain, implied = derive_runs(None, [
+        _run(metrics), _run(metrics, derive=(("osl_implied", "from latencies"),))])
+    assert plain.osl_implied is None
+    assert implied.osl_implied == pytest.approx((2090 - 100) / 10 + 1)  # 200 tokens
