@@ -22,10 +22,10 @@ from perfgraph.measured.calibration import (
     STRUCTURE,
     TARGETS,
     calibrate,
-    overlay_text,
 )
 from perfgraph.measured.comparison import config_columns, like_for_like
 from perfgraph.measured.setup import Baseline, setup_run
+from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.loading import ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data" / "measured"

@@ -63,11 +63,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from perfgraph.measured.calibration import calibrate, overlay_text
+from perfgraph.measured.calibration import calibrate
 from perfgraph.measured.comparison import Comparison, compare_runs
 from perfgraph.measured.percentiles import Percentiles, Sheets, run_percentiles
 from perfgraph.measured.reading import read_measured
 from perfgraph.measured.setup import Baseline
+from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.loading import ScenarioSpec, parse_set
 from perfgraph.whatif.simulate.prefix import run_hit_rates, server_hit_rate, virtual_engine_hit
 

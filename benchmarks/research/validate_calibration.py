@@ -68,7 +68,6 @@ from perfgraph.measured.calibration import (  # noqa: E402
     Fit,
     MetricError,
     calibrate,
-    overlay_text,
     per_run,
 )
 from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
@@ -76,6 +75,7 @@ from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
 from perfgraph.measured.targets import FIT_METRICS  # noqa: E402
 from perfgraph.measured.targets import TARGETS as FITTED  # noqa: E402
+from perfgraph.output.profile_overlay import overlay_text  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
 from perfgraph.scenario.domain import Domain, toml_lines  # noqa: E402
 from perfgraph.scenario.profiles import PROFILES_DIR  # noqa: E402

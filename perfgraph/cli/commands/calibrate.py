@@ -14,11 +14,12 @@ from perfgraph.cli.commands.compare import add_run_options, check_runs, one_line
 from perfgraph.cli.options import add_force_option, spec_from_args
 from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
-from perfgraph.measured.calibration import TARGETS, Fit, calibrate, overlay_text
+from perfgraph.measured.calibration import TARGETS, Fit, calibrate
 from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.compare_report import problem_lines
+from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.catalog import KINDS, catalog_dir
 
 
