@@ -13,7 +13,7 @@ from perfgraph.cli.options import (
     spec_from_args,
 )
 from perfgraph.errors import InputError
-from perfgraph.output import plan_json, plan_text
+from perfgraph.output import plan_json, plan_pairs_report, plan_text
 from perfgraph.output.parquet import write_plans
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif import launch, plan_pairs, plan_report
@@ -177,7 +177,8 @@ def _mixed_pairs(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
         return None, None
     sims = plan_pairs.simulated(result, pairs, slos, lambda r: row_spec(result, r, args.prices),
                                 args.requests, args.jobs, args.ray) if slos else None
-    return plan_pairs.as_json(result, pairs, sims), "\n" + plan_pairs.lines(result, pairs, sims)
+    return (plan_pairs_report.as_json(result, pairs, sims),
+            "\n" + plan_pairs_report.lines(result, pairs, sims))
 
 
 def _question(spec: ScenarioSpec, args: argparse.Namespace,
