@@ -63,14 +63,15 @@ def test_fit_on_1k1k_beats_the_roofline_and_reports_the_held_out_8k1k_error(fit)
     assert fit.engine == "vllm"
     assert "tp_comm_exposed: held at 1, as engines/vllm.toml documents (not fitted)" in fit.notes
     # a 1k prompt rides the decode steps (ttft_prefill: the chunk steps, one weight read for
-    # the decodes and the chunk), its chunk's GEMMs at a prefill's compute: prefill compute
-    # and the fixed TTFT cost settle inside their bounds; the decodes' compute, which these
-    # memory-bound steps barely use, and the link (the all-reduces take the one-way link's
-    # time) sit on one
-    assert 0.35 < fit.values["prefill_compute_efficiency"] < 0.95
+    # the decodes and the chunk), and vLLM runs a step as one batch, the chunk's GEMM rows at
+    # the step's compute (engines/vllm.toml chunk_gemm_at_prefill = false), so decode compute
+    # and the fixed TTFT cost settle inside their bounds; only the link sits on one (the
+    # all-reduces take the one-way link's time), and no prompt-only step fixes prefill compute
+    assert 0.35 < fit.values["compute_efficiency"] < 0.95
     assert 1 < fit.values["ttft_overhead"] < 50  # ms
-    assert [n for n in fit.notes if "bound" in n] == [
-        "compute_efficiency: on its lower bound (0.3)", "link_efficiency: on its upper bound (1)"]
+    assert [n for n in fit.notes if "bound" in n] == ["link_efficiency: on its upper bound (1)"]
+    assert "prefill_compute_efficiency: these runs do not determine it (left as the sheet has " \
+           "it)" in fit.notes
     assert fit.workloads == ("1024/1024",)
     assert [e.metric for e in fit.fitted] == list(FIT_METRICS)
     for e in fit.fitted:

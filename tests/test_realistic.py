@@ -55,13 +55,26 @@ def test_the_kernel_roofline_sums_the_gemms_and_the_attention() -> None:
     assert s.magnitude("decode_step_time") == pytest.approx((linear + kv_total / BW) * 1e3)
 
 
+CHUNK_STEP = {"kernel_roofline": "true", "chunk_step_tokens": "60000 token",
+              "compute_efficiency": "0.5", "prefill_compute_efficiency": "0.25"}
+
+
 def test_a_prompt_chunk_runs_its_gemms_at_prefill_efficiency() -> None:
-    """A compute-bound chunk step (a 60k-token chunk beside the 64 decodes): the decodes'
-    FLOPs at compute_efficiency 0.5, the chunk's at prefill_compute_efficiency 0.25."""
-    s = sheet(kernel_roofline="true", chunk_step_tokens="60000 token",
-              compute_efficiency="0.5", prefill_compute_efficiency="0.25")
+    """A compute-bound chunk step (a 60k-token chunk beside the 64 decodes), on an engine that
+    times the chunk's rows apart: the decodes' FLOPs at compute_efficiency 0.5, the chunk's at
+    prefill_compute_efficiency 0.25."""
+    s = sheet(**CHUNK_STEP, chunk_gemm_at_prefill="true")
     gemms = (64 * 2 * P / (0.5 * FLOPS) + 60000 * 2 * P / (0.25 * FLOPS)) * 1e3  # ms
     assert gemms > P / BW * 1e3  # compute-bound: the FLOPs, not the weights, set it
+    assert s.magnitude("step_linear_time", "ms") == pytest.approx(gemms)
+
+
+def test_vllm_runs_a_step_as_one_batch_its_chunk_at_the_steps_compute() -> None:
+    """vLLM (the default engine) flattens the decodes and the chunk into one batch: all
+    60,064 tokens' FLOPs at compute_efficiency 0.5, half the time above."""
+    s = sheet(**CHUNK_STEP)
+    assert s.magnitude("chunk_gemm_at_prefill") == 0  # engines/vllm.toml [values]
+    gemms = (64 + 60000) * 2 * P / (0.5 * FLOPS) * 1e3  # ms
     assert s.magnitude("step_linear_time", "ms") == pytest.approx(gemms)
 
 

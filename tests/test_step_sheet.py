@@ -247,3 +247,19 @@ def test_explain_step_out_of_the_run(step: str, says: str,
     assert main(["simulate", "--users", "8", "--requests", "20", "--explain-step", step]) == 2
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("flag", "mixed_efficiency"), [("true", 0.25), ("false", 0.5)])
+def test_a_steps_prompt_tokens_reach_the_compute_the_engine_gives_them(
+        flag: str, mixed_efficiency: float) -> None:
+    """A chunk beside 64 decodes at prefill compute (0.25 of TP2's 3,957.8 FP8 TFLOP/s) where
+    the engine times its rows apart, at the step's (0.5) where it runs the step as one batch
+    (vLLM); a step of prompts alone at prefill compute either way."""
+    sheet = load(ScenarioSpec(sets=(("compute_efficiency", "0.5"),
+                                    ("prefill_compute_efficiency", "0.25"),
+                                    ("chunk_gemm_at_prefill", flag)))).sheet
+    model, peak = StepSheet.from_sheet(sheet), 2 * 1978.9e12  # FLOP/s
+    mixed = model.values(64, 512, 64 * 1000.0 + 512, 64 * 1000.0)
+    alone = model.values(0, 512, 512.0, 0.0)
+    assert mixed["sim_chunk_flops"] == pytest.approx(mixed_efficiency * peak)
+    assert alone["sim_chunk_flops"] == pytest.approx(0.25 * peak)
