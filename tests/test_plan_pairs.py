@@ -10,10 +10,18 @@ from dataclasses import replace
 import pytest
 
 from perfgraph.cli.main import main
+from perfgraph.output import plan_json, plan_pairs_report
 from perfgraph.scenario.loading import ScenarioSpec, load
-from perfgraph.whatif import plan_pairs
+from perfgraph.whatif import plan_answer, plan_pairs, plan_pairs_answer
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_search as plan
+from perfgraph.whatif.plan_pairs_answer import (
+    BestPlanCost,
+    MixedPair,
+    MixedPairs,
+    PairPool,
+    PairSimulated,
+)
 from perfgraph.whatif.simulate.disagg import Pools, simulate_disagg
 from perfgraph.whatif.simulate.summary import summarise
 
@@ -99,9 +107,63 @@ def test_plan_answers_with_its_pairs(capsys) -> None:  # noqa: ANN001
     for axis in SEARCH:
         argv += ["--search", axis]
     assert main(argv) == 0
-    ans = json.loads(capsys.readouterr().out)["mixed_pairs"]
+    doc = json.loads(capsys.readouterr().out)
+    ans = doc["mixed_pairs"]
+    # read back as the typed answer and written again: the same document
+    assert plan_json.found_json(plan_answer.from_json(doc))["mixed_pairs"] == ans
     first = ans["pairs"][0]
     assert first["cost_rate"]["value"] == pytest.approx(
         first["prefill"]["cost_rate"]["value"] + first["decode"]["cost_rate"]["value"])
     assert first["prefill"]["hardware"] != first["decode"]["hardware"]
     assert ans["best_plan"]["deployment_gpus"] >= 1
+
+
+#: two pairs, the first simulated; a best plan of $11.96/h on 4 GPUs
+_POOL = PairPool("h100-sxm", "fp8", 1.0, 1.0, 64.0, 1, 1, 2.99, 175.16)
+TYPED = MixedPairs((
+    MixedPair("vllm", 2, 9.02, _POOL,
+              PairPool("b200", "fp8", 2.0, 1.0, 256.0, 1, 2, 6.03, 16.87),
+              PairSimulated({"ttft.p99": 905.87}, True, None)),
+    MixedPair("vllm", 3, 12.01, replace(_POOL, hardware="b200", replicas=2, gpus=2),
+              replace(_POOL, concurrency=None, latency=20.14))),
+    BestPlanCost(11.96, 4.0))
+
+
+def test_the_typed_pairs_render_their_values() -> None:
+    doc = plan_pairs_report.as_json(TYPED)
+    first = doc["pairs"][0]  # type: ignore[index]
+    assert first["cost_rate"] == {"value": 9.02, "unit": "1/h"}
+    assert first["prefill"]["ttft_at_rate"] == {"value": 175.16, "unit": "ms"}
+    assert first["decode"]["itl_worst"] == {"value": 16.87, "unit": "ms"}
+    assert first["decode"]["tp"] == 2.0 and first["decode"]["gpus"] == 2
+    assert first["simulated"] == {"percentiles": {"ttft.p99": 905.87}, "meets": True,
+                                  "error": None}
+    assert "simulated" not in doc["pairs"][1]  # type: ignore[index]
+    assert doc["best_plan"] == {"deployment_cost_rate": 11.96, "deployment_gpus": 4.0}
+    assert plan_pairs_report.lines(TYPED, "cost").splitlines() == [
+        "mixed-GPU pairs (prefill pool → decode pool), best first:",
+        "  prefill 1 × h100-sxm TP1 PP1 → decode 1 × b200 TP2 PP1 batch 256 (fp8, vllm): "
+        "2 GPUs, $9.02/h, TTFT 175.2 ms, ITL 16.9 ms",
+        "    simulated: ttft.p99 905.9: meets the SLOs",
+        "  prefill 2 × b200 TP1 PP1 → decode 1 × h100-sxm TP1 PP1 batch nan (fp8, vllm): "
+        "3 GPUs, $12.01/h, TTFT 175.2 ms, ITL 20.1 ms",
+        "  the best plan above: $11.96/h against the best pair's $9.02/h (the pair is better)"]
+    assert plan_pairs_report.lines(TYPED, "gpus").splitlines()[-1] == \
+        "  the best plan above: 4 GPUs against the best pair's 2 (the pair is better)"
+
+
+def test_the_typed_pairs_read_back_from_their_json() -> None:
+    doc = json.loads(json.dumps(plan_pairs_report.as_json(TYPED)))
+    assert plan_pairs_answer.from_json(doc) == TYPED
+    assert plan_pairs_answer.from_json({"pairs": [], "best_plan": None}) == \
+        MixedPairs((), None)
+
+
+def test_the_pairs_the_search_finds_are_typed(result: plan.Result) -> None:
+    found = plan_pairs.pairs(result, top=2)
+    ans = plan_pairs.answer(result, found)
+    first, pick = ans.pairs[0], found[0]
+    assert (first.gpus, first.cost_rate) == (pick.gpus, pick.cost_rate)
+    assert first.prefill.hardware == pick.prefill_hardware
+    assert first.decode.latency == pick.decode.latency and first.simulated is None
+    assert ans.best_plan is not None and ans.best_plan.gpus >= 1

@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+from perfgraph.output import plan_pairs_report
 from perfgraph.whatif.plan_answer import (
     AskedQuestion,
     FamilyReach,
@@ -39,7 +40,7 @@ def found_json(ans: PlanFound) -> dict[str, Any]:
         "frontier": [candidate_json(p) for p in ans.frontier],
         "runners_up": [candidate_json(p) for p in ans.runners_up]}
     if ans.mixed_pairs is not None:
-        doc["mixed_pairs"] = dict(ans.mixed_pairs)
+        doc["mixed_pairs"] = plan_pairs_report.as_json(ans.mixed_pairs)
     if ans.simulated is not None:
         doc["simulated"] = hold_json(ans.simulated)
     if ans.prediction is not None:

@@ -1,66 +1,62 @@
 """The mixed-GPU prefill/decode pairs ``plan`` lists beside its answer
-(:mod:`perfgraph.whatif.plan_pairs`), as ``plan --format json`` gives them and as the text
-answer shows them."""
+(:class:`~perfgraph.whatif.plan_pairs_answer.MixedPairs`), as ``plan --format json`` gives
+them and as the text answer shows them."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
-from perfgraph.whatif import plan_percentiles as pp
-from perfgraph.whatif.plan_pairs import Pair, PoolPick, plan_cost
-from perfgraph.whatif.plan_search import Result
+from perfgraph.whatif.plan_pairs_answer import LATENCY_CELL, MixedPair, MixedPairs, PairPool
 
 
-def as_json(result: Result, found: list[Pair],
-            outcomes: Sequence[pp.Outcome] | None = None) -> dict[str, object]:
+def as_json(ans: MixedPairs) -> dict[str, object]:
     """The pairs as ``plan --format json`` gives them (with percentile SLOs, each one's
     simulated percentiles), with the best searched plan's cost and GPUs beside them
     (``deployment_cost_rate`` $/h, ``deployment_gpus``)."""
-    out = [_pair_json(result, p) for p in found]
-    for row, o in zip(out, outcomes or (), strict=False):
-        row["simulated"] = {"percentiles": o.values, "meets": o.meets, "error": o.error}
-    return {"pairs": out, "best_plan": plan_cost(result) if result.feasible else None}
+    best = ans.best_plan
+    return {"pairs": [_pair_json(p) for p in ans.pairs],
+            "best_plan": None if best is None else {"deployment_cost_rate": best.cost_rate,
+                                                    "deployment_gpus": best.gpus}}
 
 
-def _pair_json(result: Result, p: Pair) -> dict[str, object]:
-    def pool(pick: PoolPick, latency: str) -> dict[str, object]:
-        c = result.choices(pick.row)
-        return {"hardware": c["hardware"], "precision": c["precision"], "tp": c["tp"],
-                "pp": c.get("pp", 1.0), "concurrency": c.get("concurrency"),
-                "replicas": pick.replicas, "gpus": pick.gpus,
-                "cost_rate": {"value": pick.cost_rate, "unit": "1/h"},
-                latency: {"value": pick.latency, "unit": "ms"}}
-
-    return {"engine": p.engine, "gpus": p.gpus,
-            "cost_rate": {"value": p.cost_rate, "unit": "1/h"},
-            "prefill": pool(p.prefill, "ttft_at_rate"), "decode": pool(p.decode, "itl_worst")}
+def _pair_json(p: MixedPair) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "engine": p.engine, "gpus": p.gpus, "cost_rate": {"value": p.cost_rate, "unit": "1/h"},
+        "prefill": _pool_json(p.prefill, "prefill"), "decode": _pool_json(p.decode, "decode")}
+    if p.simulated is not None:
+        s = p.simulated
+        doc["simulated"] = {"percentiles": dict(s.percentiles), "meets": s.meets,
+                            "error": s.error}
+    return doc
 
 
-def lines(result: Result, found: list[Pair],
-          outcomes: Sequence[pp.Outcome] | None = None) -> str:
+def _pool_json(pool: PairPool, role: str) -> dict[str, object]:
+    return {"hardware": pool.hardware, "precision": pool.precision, "tp": pool.tp,
+            "pp": pool.pp, "concurrency": pool.concurrency, "replicas": pool.replicas,
+            "gpus": pool.gpus, "cost_rate": {"value": pool.cost_rate, "unit": "1/h"},
+            LATENCY_CELL[role]: {"value": pool.latency, "unit": "ms"}}
+
+
+def lines(ans: MixedPairs, objective: str | None) -> str:
     """The pairs for the text answer (with their simulated percentiles), and how the best
-    compares with the best plan."""
+    compares with the best plan (by cost for the cost ``objective``, else by GPUs)."""
     out = ["mixed-GPU pairs (prefill pool → decode pool), best first:"]
-    sims = list(outcomes or [])
-    for k, p in enumerate(found):
-        a, b = result.choices(p.prefill.row), result.choices(p.decode.row)
-        out.append(f"  prefill {p.prefill.replicas} × {p.prefill_hardware} TP{a['tp']:g} "
-                   f"PP{a.get('pp', 1.0):g} → decode {p.decode.replicas} × "
-                   f"{p.decode_hardware} TP{b['tp']:g} PP{b.get('pp', 1.0):g} batch "
-                   f"{b.get('concurrency', math.nan):g} ({p.precision}, {p.engine}): "
-                   f"{p.gpus} GPUs, ${p.cost_rate:.2f}/h, TTFT {p.prefill.latency:.1f} ms, "
-                   f"ITL {p.decode.latency:.1f} ms")
-        if k < len(sims):
-            o = sims[k]
-            got = ", ".join(f"{n} {v:.1f}" for n, v in o.values.items())
+    for p in ans.pairs:
+        a, b = p.prefill, p.decode
+        batch = math.nan if b.concurrency is None else b.concurrency
+        out.append(f"  prefill {a.replicas} × {a.hardware} TP{a.tp:g} PP{a.pp:g} → decode "
+                   f"{b.replicas} × {b.hardware} TP{b.tp:g} PP{b.pp:g} batch {batch:g} "
+                   f"({a.precision}, {p.engine}): {p.gpus} GPUs, ${p.cost_rate:.2f}/h, "
+                   f"TTFT {a.latency:.1f} ms, ITL {b.latency:.1f} ms")
+        if p.simulated is not None:
+            o = p.simulated
+            got = ", ".join(f"{n} {v:.1f}" for n, v in o.percentiles.items())
             out.append(f"    simulated: {got}: {'meets' if o.meets else 'misses'} the SLOs"
                        f"{f' ({o.error})' if o.error else ''}")
-    if result.feasible:
-        best = plan_cost(result)
-        cost = result.question.objective == "cost"
-        mine = best["deployment_cost_rate"] if cost else best["deployment_gpus"]
-        theirs = found[0].cost_rate if cost else found[0].gpus
+    if ans.best_plan is not None and ans.pairs:
+        cost = objective == "cost"
+        mine = ans.best_plan.cost_rate if cost else ans.best_plan.gpus
+        theirs = ans.pairs[0].cost_rate if cost else ans.pairs[0].gpus
         what = (f"${mine:.2f}/h against the best pair's ${theirs:.2f}/h" if cost else
                 f"{mine:g} GPUs against the best pair's {theirs:g}")
         out.append(f"  the best plan above: {what}"

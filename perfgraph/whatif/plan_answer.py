@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgraph.whatif import plan_pairs_answer
+from perfgraph.whatif.plan_pairs_answer import MixedPairs
+
 
 @dataclass(frozen=True)
 class UnitValue:
@@ -250,8 +253,8 @@ class PlanFound:
     simulated: HoldReport | None = None
     prediction: str | None = None  # roofline or calibrated
     benchmark: PlanBenchmark | None = None
-    #: mixed-GPU prefill/decode pairs listed beside the plan (whatif/plan_pairs' document)
-    mixed_pairs: Mapping[str, object] | None = None
+    #: mixed-GPU prefill/decode pairs listed beside the plan (:mod:`.plan_pairs`)
+    mixed_pairs: MixedPairs | None = None
 
 
 @dataclass(frozen=True)
@@ -304,14 +307,15 @@ def from_json(doc: Mapping[str, Any]) -> PlanFound | NoPlan:
                       tuple(doc.get("skipped_unpriced", ())),
                       {k: _unit_value(v) for k, v in doc.get("best_reached", {}).items()},
                       tuple(_family(f) for f in doc.get("families", ())))
-    sim, bench = doc.get("simulated"), doc.get("benchmark")
+    sim, bench, pairs = doc.get("simulated"), doc.get("benchmark"), doc.get("mixed_pairs")
     return PlanFound(_question(doc["question"]), int(doc.get("searched", 0)),
                      int(doc.get("feasible", 0)), tuple(doc.get("skipped_unpriced", ())),
                      candidate_json(doc["best"]), tuple(doc.get("reasons", ())),
                      tuple(candidate_json(p) for p in doc.get("frontier", ())),
                      tuple(candidate_json(p) for p in doc.get("runners_up", ())),
                      None if sim is None else hold_from_json(sim), doc.get("prediction"),
-                     None if bench is None else _benchmark(bench))
+                     None if bench is None else _benchmark(bench),
+                     None if pairs is None else plan_pairs_answer.from_json(pairs))
 
 
 def candidate_json(doc: Mapping[str, Any]) -> PlanCandidate:

@@ -35,6 +35,13 @@ from perfgraph.scenario.loading import ScenarioSpec
 from perfgraph.whatif import grid
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import sweep_axes as sweep
+from perfgraph.whatif.plan_pairs_answer import (
+    BestPlanCost,
+    MixedPair,
+    MixedPairs,
+    PairPool,
+    PairSimulated,
+)
 from perfgraph.whatif.plan_search import CHUNK_ROWS, Result
 from perfgraph.whatif.simulate import Setup
 
@@ -238,3 +245,27 @@ def plan_cost(result: Result) -> dict[str, float]:
         grid.grid_columns(result.axes, row, row + 1), 1,
         ("deployment_cost_rate", "deployment_gpus"))
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in cols.items()}
+
+
+# ------------------------------------------------------------------------- the answer
+def answer(result: Result, found: Sequence[Pair],
+           outcomes: Sequence[pp.Outcome] | None = None) -> MixedPairs:
+    """The pairs as the answer holds them (each with its simulation, where ``outcomes`` has
+    one), with the best searched plan's cost and GPUs (None: no plan met the SLOs)."""
+    sims: list[PairSimulated | None] = [
+        PairSimulated(dict(o.values), o.meets, o.error) for o in outcomes or ()]
+    sims += [None] * (len(found) - len(sims))
+    best = plan_cost(result) if result.feasible else None
+    return MixedPairs(
+        tuple(MixedPair(p.engine, p.gpus, p.cost_rate, _pool(result, p.prefill),
+                        _pool(result, p.decode), sim) for p, sim in zip(found, sims, strict=False)),
+        None if best is None else
+        BestPlanCost(best["deployment_cost_rate"], best["deployment_gpus"]))
+
+
+def _pool(result: Result, pick: PoolPick) -> PairPool:
+    c = result.choices(pick.row)
+    batch = c.get("concurrency")
+    return PairPool(str(c["hardware"]), str(c["precision"]), float(c["tp"]),
+                    float(c.get("pp", 1.0)), None if batch is None else float(batch),
+                    pick.replicas, pick.gpus, pick.cost_rate, pick.latency)

@@ -20,6 +20,7 @@ from perfgraph.whatif import launch, plan_pairs, plan_report
 from perfgraph.whatif import plan_percentiles as pp
 from perfgraph.whatif import plan_search as plan
 from perfgraph.whatif.plan_answer import PlanFound
+from perfgraph.whatif.plan_pairs_answer import MixedPairs
 
 EPILOG = """\
 The default space: the scenario's engine (--engine, default vllm), every catalog accelerator
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
               else plan_text.no_plan(none))
         return 1
     chosen = int(result.order()[0]) if held is None or held.chosen is None else held.chosen
-    pairs, pair_lines = _mixed_pairs(result, slos, args)
+    pairs = _mixed_pairs(result, slos, args)
     best = best_spec(result, chosen, args.prices)
     best_scenario = load(best)
     # the best plan's label: roofline or calibrated
@@ -148,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(plan_text.table(ans) if args.format == "table" else plan_text.markdown(ans))
         _print_text(ans, best, held, chosen)
-        if pair_lines:
-            print(pair_lines)
+        if ans.mixed_pairs is not None:
+            print("\n" + plan_pairs_report.lines(ans.mixed_pairs, result.question.objective))
     if args.launch is not None:
         print(launch.command(engine, best_scenario, ans.best.pools))
     plan_deploy.run(args, ans, best_scenario, engine, eval_line(best))
@@ -169,16 +170,15 @@ def _print_text(ans: PlanFound, best: ScenarioSpec, held: pp.Held | None, chosen
 
 
 def _mixed_pairs(result: plan.Result, slos: tuple[pp.PercentileSlo, ...],
-                 args: argparse.Namespace) -> tuple[dict[str, object] | None, str | None]:
+                 args: argparse.Namespace) -> MixedPairs | None:
     """The best mixed-GPU prefill/decode pairs, when the question allows them (simulated
-    when there are percentile SLOs): the answer's ``mixed_pairs`` and the text answer's lines."""
+    when there are percentile SLOs): the answer's ``mixed_pairs``."""
     pairs = plan_pairs.pairs(result)
     if not pairs:
-        return None, None
+        return None
     sims = plan_pairs.simulated(result, pairs, slos, lambda r: row_spec(result, r, args.prices),
                                 args.requests, args.jobs, args.ray) if slos else None
-    return (plan_pairs_report.as_json(result, pairs, sims),
-            "\n" + plan_pairs_report.lines(result, pairs, sims))
+    return plan_pairs.answer(result, pairs, sims)
 
 
 def _question(spec: ScenarioSpec, args: argparse.Namespace,
