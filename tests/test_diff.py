@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ import pytest
 from perfgraph._infra import gitrev
 from perfgraph.cli.commands.diff import kind_from_keys
 from perfgraph.cli.main import main
-from perfgraph.errors import InputError
+from perfgraph.errors import InputError, PerfgraphError
+from perfgraph.scenario.catalog import load_sheets
 from perfgraph.scenario.loading import ScenarioSpec, load
 from perfgraph.whatif.scenario_diff import MovedResult, diff
 
@@ -390,3 +392,35 @@ def test_the_textconv_recipe_shows_computed_results_in_git_diff(tmp_path):
     assert "+concurrency = 128" in deploy and re.search(r"^\+  kv_bytes_total ", deploy, re.M)
     tool = shown("difftool", "-y", "-t", "perfgraph", "--", "hardware/h200.toml")
     assert "hbm_bandwidth  4.8 TB/s → 5.2 TB/s" in tool and "ridge_point" in tool
+
+
+def _hbm_diff(*pins: tuple[str, str]):
+    spec = ScenarioSpec(model="llama-3.3-70b", hardware="h200", workload="chat-1k1k", sets=pins)
+    faster = replace(spec, sets=(*pins, ("hbm_bandwidth", "5.2 TB/s")))
+    return {r.name for r in diff(load(spec), load(faster)).results}
+
+
+def test_measured_cells_that_mirror_the_model_are_not_results_that_moved():
+    moved = _hbm_diff()
+    assert "itl" in moved and "mfu" in moved
+    assert not {n for n in moved if n.startswith(("measured_", "achieved_"))}
+
+
+def test_a_pinned_measurement_and_what_follows_from_it_move_again():
+    moved = _hbm_diff(("measured_tpot", "20 ms"))
+    # MBU = a step's bytes / the measured TPOT / bandwidth: the faster HBM lowers it (its
+    # FLOP/s, MBU × bandwidth × intensity, does not move); the measured TTFT still mirrors
+    assert {"achieved_mbu", "achieved_decode_headroom"} <= moved
+    assert not {"achieved_decode_flops", "measured_tpot", "measured_ttft"} & moved
+
+
+def test_mirrors_model_is_true_or_false(tmp_path):
+    sheet = tmp_path / "m.toml"
+    sheet.write_text('[measured_x]\nunit = ""\nformula = "1"\nmirrors_model = "yes"\n',
+                     encoding="utf-8")
+    with pytest.raises(PerfgraphError, match="mirrors_model is true or false") as err:
+        load_sheets([sheet])
+    assert "m.toml" in str(err.value)
+    sheet.write_text('[measured_x]\nunit = ""\nformula = "1"\nmirrors_model = true\n',
+                     encoding="utf-8")
+    assert load_sheets([sheet])["measured_x"].mirrors_model

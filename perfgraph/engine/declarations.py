@@ -45,7 +45,9 @@ class Declaration:
     """One cell of the sheet.
 
     ``value`` is in ``unit`` (not canonical) and only for inputs; ``formula`` only for
-    computed cells. ``flag`` marks on/off inputs (TOML booleans). ``domain`` names what an
+    computed cells. ``flag`` marks on/off inputs (TOML booleans). ``mirrors_model`` marks a
+    cell that stands for a measurement and holds the model's own figure until a run pins it
+    (``diff`` reports it only where one is pinned). ``domain`` names what an
     input may hold (a key of :data:`DOMAINS`); a value outside it is refused wherever it
     comes from (a catalog, a scenario, ``--set``, the dashboard, a lever).
     """
@@ -60,6 +62,7 @@ class Declaration:
     flag: bool = False
     origin: Origin | None = None
     domain: str | None = None
+    mirrors_model: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):

@@ -35,7 +35,7 @@ from perfgraph.errors import (
     raise_all,
 )
 
-CELL_KEYS = ("unit", "formula", "value", "doc", "source", "group", "domain")
+CELL_KEYS = ("unit", "formula", "value", "doc", "source", "group", "domain", "mirrors_model")
 KINDS = ("model", "hardware", "workload")
 _PACKAGE = Path(__file__).resolve().parent.parent
 #: The shipped formula sheets, one TOML file per topic.
@@ -105,6 +105,9 @@ def cell_declaration(doc: TomlDoc, key: tuple[str, ...], table: Mapping[str, Any
     if unit is None or not isinstance(unit, str):
         raise doc.error("a cell needs a unit (a string; \"\" for a plain number)", *key)
     origin = Origin(doc.path, doc.line(*key))
+    mirrors = table.get("mirrors_model", base.mirrors_model if base else False)
+    if not isinstance(mirrors, bool):
+        raise doc.error("mirrors_model is true or false", *key, "mirrors_model")
     try:
         formula = parse(table["formula"]) if "formula" in table else None
         value, flag = _literal(table.get("value"), doc, key)
@@ -116,6 +119,7 @@ def cell_declaration(doc: TomlDoc, key: tuple[str, ...], table: Mapping[str, Any
             group=str(table.get("group", base.group if base else group)),
             source=str(table.get("source", base.source if base else "")),
             origin=origin, domain=table.get("domain", base.domain if base else None),
+            mirrors_model=mirrors,
         )
         decl.parsed_unit  # noqa: B018 - an unknown unit is reported here, with its line
     except PerfgraphError as exc:

@@ -189,10 +189,12 @@ def _same(a: float, b: float) -> bool:
 
 
 def moved_results(base: Sheet, head: Sheet, changed: set[str]) -> list[MovedResult]:
-    """Cells in both sheets, not changed inputs, whose value moved or failed differently."""
+    """Cells in both sheets, not changed inputs, whose value moved or failed differently;
+    not the cells that only mirror the model's own (:func:`mirroring`)."""
     out = []
+    skipped = changed | mirroring(base, head)
     for name in head.names:
-        if name in changed or name not in base.names:
+        if name in skipped or name not in base.names:
             continue
         old_raw, new_raw = base.raw(name), head.raw(name)
         if isinstance(old_raw, CellError) and isinstance(new_raw, CellError):
@@ -205,6 +207,20 @@ def moved_results(base: Sheet, head: Sheet, changed: set[str]) -> list[MovedResu
             name, decl.unit, decl.flag, _in(base, name, decl.unit), _in(head, name, decl.unit),
             _error(old_raw), _error(new_raw), ()))
     return out
+
+
+def mirroring(base: Sheet, head: Sheet) -> set[str]:
+    """The cells that stand for a measurement (``mirrors_model``) and, no run pinning them or
+    a measured cell they follow from in either sheet, hold the model's own figures: their
+    moves repeat the model's."""
+    mirrors, pinned = set(), set()
+    for sheet in (base, head):
+        for name in sheet.names:
+            if sheet.loaded_declaration(name).mirrors_model:
+                mirrors.add(name)
+                if sheet.declaration(name).is_input or sheet.is_pinned(name):
+                    pinned |= {name} | sheet.downstream(name)
+    return mirrors - pinned
 
 
 def _error(raw: float | CellError) -> str | None:
