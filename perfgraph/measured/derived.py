@@ -4,8 +4,10 @@ The adapters keep what a file says; what follows from it is a cell, so ``perfgra
 shows the derivation: the requests in flight (``measured_in_flight``, Little's law), and where a
 file leaves them out (``MeasuredRun.derive``) its request throughput
 (``measured_request_throughput``: output tokens/s ÷ OSL), its mean E2EL (``measured_e2el``:
-TTFT + (OSL − 1) × TPOT), and its implied mean OSL: what its latencies imply
-(``measured_implied_osl``) or its output per request (``measured_output_per_request``).
+TTFT + (OSL − 1) × TPOT), its total tokens/s (``measured_total_throughput``: per GPU ×
+GPUs) or per-GPU tokens/s (``measured_total_per_gpu``: total ÷ GPUs), and its implied mean
+OSL: what its latencies imply (``measured_implied_osl``) or its output per request
+(``measured_output_per_request``).
 Each reading the file lacks is pinned as NaN, so no derivation falls back to the model's own
 figure. A run's ``derive_notes`` are note templates the derived values fill in
 (``{in_flight:.1f}``), each put where among the run's notes the reader said it.
@@ -34,19 +36,26 @@ READINGS = {"request_throughput": ("request_throughput", "measured_request_throu
             "e2el": ("e2el", "measured_e2el", "ms"),
             "ttft": ("ttft", "measured_ttft", "ms"),
             "tpot": ("tpot", "measured_tpot", "ms"),
-            "output_throughput": ("output_throughput", "measured_output_throughput", "token/s")}
+            "output_throughput": ("output_throughput", "measured_output_throughput", "token/s"),
+            "throughput_per_gpu": ("throughput_per_gpu", "measured_throughput_total_per_gpu",
+                                   "token/s"),
+            "total_throughput": ("total_throughput", "measured_total_throughput", "token/s")}
 #: A derived quantity → (the cell that derives it, the unit the run keeps it in).
 DERIVED = {"in_flight": ("measured_in_flight", ""),
            "osl_implied": ("measured_implied_osl", "token"),
            "output_per_request": ("measured_output_per_request", "token"),
            "request_throughput": ("measured_request_throughput", "request/s"),
-           "e2el": ("measured_e2el", "ms")}
+           "e2el": ("measured_e2el", "ms"),
+           "throughput_per_gpu": ("measured_total_per_gpu", "token/s"),
+           "total_throughput": ("measured_total_throughput", "token/s")}
 #: The derived quantities either of which, where a run's ``derive`` names it, is its
 #: ``osl_implied`` (its latencies' OSL, or its output per request)
 _IMPLIED_OSL = ("osl_implied", "output_per_request")
 #: The derived quantities a run keeps as metrics (a file that lacks them: ``derive``).
 _METRICS = {"request_throughput": ("mean", "request/s", "completed requests / s ({how})"),
-            "e2el": ("mean", "ms", "{how}")}
+            "e2el": ("mean", "ms", "{how}"),
+            "throughput_per_gpu": ("mean", "token/s", "{how}"),
+            "total_throughput": ("mean", "token/s", "{how}")}
 
 
 def derive_runs(sheet: Sheet | None, runs: Iterable[MeasuredRun]) -> list[MeasuredRun]:
@@ -76,6 +85,8 @@ def derived_values(sheet: Sheet, runs: Sequence[MeasuredRun],
             continue
         given = np.array([_reading(r, key) for r in runs], dtype=float)
         columns[cell] = given * to_declared(sheet, kept, cell)
+    columns["measured_gpus"] = np.array([math.nan if not (r.gpus or r.tp) else r.gpus or r.tp
+                                         for r in runs], dtype=float)
     columns["osl"] = np.array([math.nan if r.osl is None else r.osl for r in runs]) * \
         to_declared(sheet, "token", "osl")
     got = sheet.evaluate_columns(columns, len(runs), only=[c for c, _ in DERIVED.values()])
