@@ -263,10 +263,11 @@ def test_sidecar_and_overrides(tmp_path):
     run = _run(read_runs(target), 4)
     assert (run.model, run.hardware, run.tp) == ("meta-llama/Llama-3.3-70B-Instruct", "H200", 4)
     assert run.label == "random 1024/1024 H200 TP4 rate 8"
-    (derived,) = derive_runs(None, [run])  # total ÷ 4 GPUs, the sheet's measured_total_per_gpu
-    assert derived.metrics["throughput_per_gpu"].value == pytest.approx(
-        run.metrics["total_throughput"].value / 4
-    )
+    # both cells: the total is the token totals ÷ the duration, per GPU that ÷ 4 GPUs
+    (derived,) = derive_runs(None, [run])
+    total = (run.tokens_in + run.tokens_out) / run.duration_s
+    assert derived.metrics["total_throughput"].value == pytest.approx(total)
+    assert derived.metrics["throughput_per_gpu"].value == pytest.approx(total / 4)
     _note(run, "perfgraph.meta.toml")
     (tmp_path / "online.jsonl.meta.toml").write_text("tp = 8\n")
     run = _run(read_runs(target, overrides={"model": "mine"}), 4)

@@ -87,3 +87,18 @@ def test_per_gpu_is_the_total_over_the_runs_gpus() -> None:
     # without a GPU count nothing is derived (never the model's replica)
     (got,) = derive_runs(None, [dataclasses.replace(run, tp=None)])
     assert "throughput_per_gpu" not in got.metrics
+
+
+def test_rates_from_a_lines_token_totals_and_duration() -> None:
+    run = dataclasses.replace(_run({}, derive=(
+        ("total_over_duration", "totals ÷ duration"), ("input_over_duration", "in ÷ duration"),
+        ("per_gpu_over_duration", "÷ 4 GPUs"))), tp=4, duration_s=300.0, tokens_in=150_000.0,
+        tokens_out=165_000.0)
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["total_throughput"].value == pytest.approx(1050.0)  # 315,000 ÷ 300 s
+    assert got.metrics["input_throughput"].value == pytest.approx(500.0)  # 150,000 ÷ 300 s
+    assert got.metrics["throughput_per_gpu"].value == pytest.approx(262.5)  # 1050 ÷ 4
+    assert got.metrics["input_throughput"].definition == "in ÷ duration"
+    # a line without its totals gives no rate (never the model's)
+    (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=None)])
+    assert "total_throughput" not in got.metrics and "input_throughput" not in got.metrics

@@ -167,13 +167,17 @@ def _check_config(values: dict) -> None:
 
 def _derive_per_gpu(values: dict, metrics: Mapping[str, Metric], notes: list[str]) -> None:
     """A file with a whole-system total and no per-GPU figure leaves total ÷ GPUs to the
-    cell ``measured_total_per_gpu`` (perfgraph.measured.derived)."""
+    cell ``measured_total_per_gpu`` (``measured_token_rate_per_gpu`` where the total is
+    itself a cell: token totals ÷ duration; perfgraph.measured.derived)."""
     gpus = values["gpus"] or values["tp"]
-    if "throughput_per_gpu" in metrics or "total_throughput" not in metrics or not gpus:
+    of_totals = "total_over_duration" in dict(values["derive"])
+    if "throughput_per_gpu" in metrics or not gpus or not (
+            of_totals or "total_throughput" in metrics):
         return
-    values["derive"] = (*values["derive"], (
-        "throughput_per_gpu", f"derived here: total (input+output) tokens/s ÷ {gpus} GPUs; "
-        "the file has no per-GPU figure"))
+    how = f"derived here: total (input+output) tokens/s ÷ {gpus} GPUs; the file has no " \
+        "per-GPU figure"
+    values["derive"] = (*values["derive"],
+                        ("per_gpu_over_duration" if of_totals else "throughput_per_gpu", how))
     notes.append(f"throughput_per_gpu derived as total_throughput ÷ {gpus} GPUs")
 
 
