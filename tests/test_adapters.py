@@ -135,7 +135,11 @@ def test_inferencemax_h100_tp2_conc64_row():
     assert run.metrics["tpot"].value == pytest.approx(29.0358)
     assert run.metrics["e2el"].value == pytest.approx(26937.8)
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(2127.2857)
-    assert run.metrics["total_throughput"].value == pytest.approx(2 * 2127.2857)
+    # the total is the sheet's measured_total_throughput: TPUT per GPU × TP
+    assert "total_throughput" not in run.metrics and "total_throughput" in dict(run.derive)
+    (derived,) = derive_runs(None, [run])
+    assert derived.metrics["total_throughput"].value == pytest.approx(2 * 2127.2857)
+    assert "TPUT per GPU × TP" in derived.metrics["total_throughput"].definition
     assert "÷ TP" in run.metrics["throughput_per_gpu"].definition
     assert run.metrics["ttft"].statistic == "mean" and run.metrics["ttft"].unit == "ms"
     assert (run.isl, run.osl, run.isl_configured, run.osl_configured) == (
@@ -208,7 +212,8 @@ def test_inferencemax_agg_seconds_become_ms():
     assert run.metrics["tpot_p99"].value == pytest.approx(33.8)
     assert run.metrics["e2el_median"].value == pytest.approx(27010.5)
     assert run.metrics["throughput_per_gpu"].value == pytest.approx((589312 + 590080) / 266.5 / 2)
-    assert run.metrics["total_throughput"].value == pytest.approx((589312 + 590080) / 266.5)
+    (derived,) = derive_runs(None, [run])  # tput_per_gpu × 2 GPUs, a cell
+    assert derived.metrics["total_throughput"].value == pytest.approx((589312 + 590080) / 266.5)
     assert not any("intvty" in k for k in run.metrics)
     assert (run.isl_configured, run.osl_configured) == (1024, 1024)
 
@@ -258,9 +263,11 @@ def test_sidecar_and_overrides(tmp_path):
     run = _run(read_runs(target), 4)
     assert (run.model, run.hardware, run.tp) == ("meta-llama/Llama-3.3-70B-Instruct", "H200", 4)
     assert run.label == "random 1024/1024 H200 TP4 rate 8"
-    assert run.metrics["throughput_per_gpu"].value == pytest.approx(
-        run.metrics["total_throughput"].value / 4
-    )
+    # both cells: the total is the token totals ÷ the duration, per GPU that ÷ 4 GPUs
+    (derived,) = derive_runs(None, [run])
+    total = (run.tokens_in + run.tokens_out) / run.duration_s
+    assert derived.metrics["total_throughput"].value == pytest.approx(total)
+    assert derived.metrics["throughput_per_gpu"].value == pytest.approx(total / 4)
     _note(run, "perfgraph.meta.toml")
     (tmp_path / "online.jsonl.meta.toml").write_text("tp = 8\n")
     run = _run(read_runs(target, overrides={"model": "mine"}), 4)
@@ -369,7 +376,8 @@ def test_aiperf_json():
     assert run.metrics["tpot"].value == pytest.approx(40.383163526399265)  # AIPerf "ITL"
     assert run.metrics["itl"].value == pytest.approx(564.0181169778109)  # inter-chunk latency
     assert run.metrics["request_throughput"].value == pytest.approx(0.10509510816429628)
-    assert run.metrics["throughput_per_gpu"].value == pytest.approx(10689.750027403732 / 4)
+    assert derive_runs(None, [run])[0].metrics["throughput_per_gpu"].value == \
+        pytest.approx(10689.750027403732 / 4)
     _note(run, "submission_valid=false", "context_overflow_rate_exceeded")
     _note(run, "prefix-cache hit of 95%")
 
@@ -577,5 +585,4 @@ def test_runs_are_immutable():
         "tpot": "ms",
         "e2el": "ms",
         "throughput_per_gpu": "token/s",
-        "total_throughput": "token/s",
-    }
+    }  # the total is left to the cells (run.derive)

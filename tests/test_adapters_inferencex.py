@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfgraph.measured.adapters import MeasuredFileError, detect_format, read_runs
+from perfgraph.measured.derived import derive_runs
 
 DATA = Path(__file__).parent / "data" / "measured"
 IX = DATA / "inferencex_dsr1/benchmarks.json"
@@ -36,7 +37,8 @@ def test_single_node_sglang_fp4_mi355x(rows):
     assert run.metrics["ttft_p99.9"].value == pytest.approx(823.3558841543273)
     assert run.metrics["e2el"].value == pytest.approx(8991.529557155445)
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(198.9447984579421)
-    assert run.metrics["total_throughput"].value == pytest.approx(4 * 198.9447984579421)
+    assert derive_runs(None, [run])[0].metrics["total_throughput"].value == \
+        pytest.approx(4 * 198.9447984579421)  # tput_per_gpu × 4 GPUs, a cell
     assert run.metrics["output_throughput_per_gpu"].value == pytest.approx(98.9883650269406)
     assert run.engine_build == "lmsysorg/sglang:v0.5.12-rocm700-mi35x"  # the row's image
     assert run.metrics["power"].value == pytest.approx(628.907)
@@ -71,7 +73,8 @@ def test_dp_attention_and_disaggregated_pools(rows):
     assert (run.engine, run.disaggregated, run.prefill_gpus, run.decode_gpus, run.gpus) == \
         ("trtllm", True, 16, 8, 24)
     assert (run.decode_tp, run.decode_ep, run.dp_attention, run.tp) == (8, 8, True, 8)
-    assert run.metrics["total_throughput"].value == pytest.approx(
+    # every GPU of the disaggregated run: 16 prefill + 8 decode
+    assert derive_runs(None, [run])[0].metrics["total_throughput"].value == pytest.approx(
         24 * run.metrics["throughput_per_gpu"].value)
     assert "÷ 8 decode GPUs" in run.metrics["output_throughput_per_gpu"].definition
     assert any(c.startswith("disaggregated: 16 prefill GPUs") for c in run.caveats)
@@ -98,7 +101,7 @@ def test_vllm_083_tp8_with_commands_sidecar():
     assert run.isl_measured == pytest.approx(42659 / 200)
     assert run.osl_measured == pytest.approx(42398 / 200)
     assert any("over the 200 per-request input_lens/output_lens" in n for n in run.notes)
-    assert run.metrics["throughput_per_gpu"].value == pytest.approx(
+    assert derive_runs(None, [run])[0].metrics["throughput_per_gpu"].value == pytest.approx(
         run.metrics["total_throughput"].value / 8)
 
 

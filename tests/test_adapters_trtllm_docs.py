@@ -57,11 +57,12 @@ def test_online_first_row(online):
     assert (m["output_throughput"].value, m["total_throughput"].value) == (498, 1406)
     # the table leaves the request rate and E2EL to the sheet's cells (measured/derived)
     assert "request_throughput" not in m and "e2el" not in m
-    assert dict(run.derive).keys() == {"request_throughput", "e2el"}
+    assert dict(run.derive).keys() == {"request_throughput", "e2el", "throughput_per_gpu"}
     (derived,) = derive_runs(None, [run])
     m = derived.metrics
     assert m["request_throughput"].value == pytest.approx(498 / 256)  # not the rounded 2
     assert m["e2el"].value == pytest.approx(62 + 255 * 21)  # TTFT + (OSL − 1) × ITL
+    assert m["throughput_per_gpu"].value == pytest.approx(1406 / 4)  # total ÷ TP
     assert derived.notes[0].endswith("output tokens/s ÷ OSL (1.95/s)")
 
 

@@ -1,9 +1,11 @@
 """What a run's readings imply, worked out by the sheet's cells (perfgraph.measured.derived):
 Little's law for the requests in flight, and what a file leaves out (a rate, an E2EL, an
-implied OSL); a reading the file lacks never falls back to the model's figure."""
+implied OSL, a total from a per-GPU figure or the reverse); a reading the file lacks never
+falls back to the model's figure."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 
 import pytest
@@ -13,7 +15,8 @@ from perfgraph.measured.derived import derive_runs
 
 
 def _run(metrics: dict[str, float], **fields) -> MeasuredRun:
-    units = {"request_throughput": "request/s", "output_throughput": "token/s"}
+    units = {"request_throughput": "request/s", "output_throughput": "token/s",
+             "throughput_per_gpu": "token/s", "total_throughput": "token/s"}
     kept = MappingProxyType({k: Metric(v, units.get(k, "ms"), "mean", k)
                              for k, v in metrics.items()})
     return MeasuredRun("x.json", "test", 0, "run", None, None, 1, 8.0, None, 1000.0, 200.0,
@@ -61,3 +64,41 @@ def test_implied_osl_only_where_the_file_leaves_it_out() -> None:
         _run(metrics), _run(metrics, derive=(("osl_implied", "from latencies"),))])
     assert plain.osl_implied is None
     assert implied.osl_implied == pytest.approx((2090 - 100) / 10 + 1)  # 200 tokens
+
+
+def test_total_is_per_gpu_times_the_runs_gpus() -> None:
+    how = "input + output tokens / s, whole system (derived: TPUT per GPU × TP)"
+    run = dataclasses.replace(_run({"throughput_per_gpu": 2127.5}, derive=(
+        ("total_throughput", how),)), tp=2)
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["total_throughput"].value == pytest.approx(4255.0)  # 2127.5 × 2
+    assert got.metrics["total_throughput"].definition == how
+    assert got.metrics["total_throughput"].unit == "token/s"
+    # a disaggregated run's per-GPU figure divides by all its GPUs (its gpus), not its TP
+    (got,) = derive_runs(None, [dataclasses.replace(run, tp=8, gpus=24)])
+    assert got.metrics["total_throughput"].value == pytest.approx(51060.0)  # 2127.5 × 24
+
+
+def test_per_gpu_is_the_total_over_the_runs_gpus() -> None:
+    run = dataclasses.replace(_run({"total_throughput": 1406.0}, derive=(
+        ("throughput_per_gpu", "total ÷ 4 GPUs"),)), tp=4)
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["throughput_per_gpu"].value == pytest.approx(351.5)  # 1406 ÷ 4
+    # without a GPU count nothing is derived (never the model's replica)
+    (got,) = derive_runs(None, [dataclasses.replace(run, tp=None)])
+    assert "throughput_per_gpu" not in got.metrics
+
+
+def test_rates_from_a_lines_token_totals_and_duration() -> None:
+    run = dataclasses.replace(_run({}, derive=(
+        ("total_over_duration", "totals ÷ duration"), ("input_over_duration", "in ÷ duration"),
+        ("per_gpu_over_duration", "÷ 4 GPUs"))), tp=4, duration_s=300.0, tokens_in=150_000.0,
+        tokens_out=165_000.0)
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["total_throughput"].value == pytest.approx(1050.0)  # 315,000 ÷ 300 s
+    assert got.metrics["input_throughput"].value == pytest.approx(500.0)  # 150,000 ÷ 300 s
+    assert got.metrics["throughput_per_gpu"].value == pytest.approx(262.5)  # 1050 ÷ 4
+    assert got.metrics["input_throughput"].definition == "in ÷ duration"
+    # a line without its totals gives no rate (never the model's)
+    (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=None)])
+    assert "total_throughput" not in got.metrics and "input_throughput" not in got.metrics

@@ -4,8 +4,12 @@ The adapters keep what a file says; what follows from it is a cell, so ``perfgra
 shows the derivation: the requests in flight (``measured_in_flight``, Little's law), and where a
 file leaves them out (``MeasuredRun.derive``) its request throughput
 (``measured_request_throughput``: output tokens/s ÷ OSL), its mean E2EL (``measured_e2el``:
-TTFT + (OSL − 1) × TPOT), and its implied mean OSL: what its latencies imply
-(``measured_implied_osl``) or its output per request (``measured_output_per_request``).
+TTFT + (OSL − 1) × TPOT), its total tokens/s (``measured_total_throughput``: per GPU ×
+GPUs; ``measured_token_rate``: token totals ÷ duration) or per-GPU tokens/s
+(``measured_total_per_gpu``: total ÷ GPUs), its input tokens/s (``measured_input_rate``), and
+its implied mean
+OSL: what its latencies imply (``measured_implied_osl``) or its output per request
+(``measured_output_per_request``).
 Each reading the file lacks is pinned as NaN, so no derivation falls back to the model's own
 figure. A run's ``derive_notes`` are note templates the derived values fill in
 (``{in_flight:.1f}``), each put where among the run's notes the reader said it.
@@ -34,19 +38,37 @@ READINGS = {"request_throughput": ("request_throughput", "measured_request_throu
             "e2el": ("e2el", "measured_e2el", "ms"),
             "ttft": ("ttft", "measured_ttft", "ms"),
             "tpot": ("tpot", "measured_tpot", "ms"),
-            "output_throughput": ("output_throughput", "measured_output_throughput", "token/s")}
+            "output_throughput": ("output_throughput", "measured_output_throughput", "token/s"),
+            "throughput_per_gpu": ("throughput_per_gpu", "measured_throughput_total_per_gpu",
+                                   "token/s"),
+            "total_throughput": ("total_throughput", "measured_total_throughput", "token/s")}
 #: A derived quantity → (the cell that derives it, the unit the run keeps it in).
 DERIVED = {"in_flight": ("measured_in_flight", ""),
            "osl_implied": ("measured_implied_osl", "token"),
            "output_per_request": ("measured_output_per_request", "token"),
            "request_throughput": ("measured_request_throughput", "request/s"),
-           "e2el": ("measured_e2el", "ms")}
+           "e2el": ("measured_e2el", "ms"),
+           "throughput_per_gpu": ("measured_total_per_gpu", "token/s"),
+           "total_throughput": ("measured_total_throughput", "token/s"),
+           "total_over_duration": ("measured_token_rate", "token/s"),
+           "input_over_duration": ("measured_input_rate", "token/s"),
+           "per_gpu_over_duration": ("measured_token_rate_per_gpu", "token/s")}
+#: A run's own field → (the cell it pins, the unit the run keeps it in).
+FIELDS = {"duration_s": ("measured_duration", "s"), "tokens_in": ("measured_input_tokens", "token"),
+          "tokens_out": ("measured_output_tokens", "token")}
 #: The derived quantities either of which, where a run's ``derive`` names it, is its
 #: ``osl_implied`` (its latencies' OSL, or its output per request)
 _IMPLIED_OSL = ("osl_implied", "output_per_request")
-#: The derived quantities a run keeps as metrics (a file that lacks them: ``derive``).
-_METRICS = {"request_throughput": ("mean", "request/s", "completed requests / s ({how})"),
-            "e2el": ("mean", "ms", "{how}")}
+#: The derived quantities a run keeps as metrics (a file that lacks them: ``derive``): the
+#: metric's key, its statistic, unit and definition.
+_METRICS = {"request_throughput": ("request_throughput", "mean", "request/s",
+                                   "completed requests / s ({how})"),
+            "e2el": ("e2el", "mean", "ms", "{how}"),
+            "throughput_per_gpu": ("throughput_per_gpu", "mean", "token/s", "{how}"),
+            "total_throughput": ("total_throughput", "mean", "token/s", "{how}"),
+            "total_over_duration": ("total_throughput", "mean", "token/s", "{how}"),
+            "input_over_duration": ("input_throughput", "mean", "token/s", "{how}"),
+            "per_gpu_over_duration": ("throughput_per_gpu", "mean", "token/s", "{how}")}
 
 
 def derive_runs(sheet: Sheet | None, runs: Iterable[MeasuredRun]) -> list[MeasuredRun]:
@@ -76,6 +98,11 @@ def derived_values(sheet: Sheet, runs: Sequence[MeasuredRun],
             continue
         given = np.array([_reading(r, key) for r in runs], dtype=float)
         columns[cell] = given * to_declared(sheet, kept, cell)
+    for field, (cell, kept) in FIELDS.items():
+        given = np.array([_field(r, field) for r in runs], dtype=float)
+        columns[cell] = given * to_declared(sheet, kept, cell)
+    columns["measured_gpus"] = np.array([math.nan if not (r.gpus or r.tp) else r.gpus or r.tp
+                                         for r in runs], dtype=float)
     columns["osl"] = np.array([math.nan if r.osl is None else r.osl for r in runs]) * \
         to_declared(sheet, "token", "osl")
     got = sheet.evaluate_columns(columns, len(runs), only=[c for c, _ in DERIVED.values()])
@@ -90,6 +117,11 @@ def _reading(run: MeasuredRun, key: str) -> float:
     return math.nan if metric is None else metric.value
 
 
+def _field(run: MeasuredRun, name: str) -> float:
+    value = getattr(run, name)
+    return math.nan if value is None else float(value)
+
+
 def _valid(name: str, value: float) -> float | None:
     """A derived value, None where the readings do not give one (NaN, not positive, an
     implied OSL under one token)."""
@@ -101,9 +133,9 @@ def _valid(name: str, value: float) -> float | None:
 def _with(run: MeasuredRun, values: Mapping[str, float | None]) -> MeasuredRun:
     derive = dict(run.derive)
     metrics = dict(run.metrics)
-    for name, (statistic, kept, definition) in _METRICS.items():
+    for name, (key, statistic, kept, definition) in _METRICS.items():
         if name in derive and values[name] is not None:
-            metrics[name] = Metric(float(values[name]), kept, statistic,  # type: ignore[arg-type]
+            metrics[key] = Metric(float(values[name]), kept, statistic,  # type: ignore[arg-type]
                                    definition.format(how=derive[name]))
     notes = list(run.notes)
     for at, template in run.derive_notes:  # in order: each position counts the ones before

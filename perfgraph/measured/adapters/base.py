@@ -97,7 +97,7 @@ def build_run(
     **fields: Any,
 ) -> MeasuredRun:
     """One run from what an adapter read: the context's values applied (with a note each), the
-    lengths, TP and concurrency checked, per-GPU throughput derived where it can be.
+    lengths, TP and concurrency checked, per-GPU throughput left to the cells where it can be.
 
     ``caveats`` are the notes that change how the numbers read; they are kept in ``notes``
     too, in order."""
@@ -112,7 +112,7 @@ def build_run(
     measured = {kind: values[kind] for kind in ("isl", "osl")}
     _fill_lengths(values, notes_)
     metrics = dict(metrics)
-    _derive_per_gpu(metrics, values["gpus"] or values["tp"], notes_)
+    _derive_per_gpu(values, metrics, notes_)
     for key, m in metrics.items():
         check_number(m.value, key)
     label = make_label(label_prefix, values)
@@ -165,14 +165,27 @@ def _check_config(values: dict) -> None:
             raise RunRefused(f"{what} is 0: nothing to hold the model against")
 
 
-def _derive_per_gpu(metrics: dict, tp: int | None, notes: list[str]) -> None:
-    if "throughput_per_gpu" in metrics or "total_throughput" not in metrics or not tp:
+def _derive_per_gpu(values: dict, metrics: Mapping[str, Metric], notes: list[str]) -> None:
+    """A file with a whole-system total and no per-GPU figure leaves total ÷ GPUs to the
+    cell ``measured_total_per_gpu`` (``measured_token_rate_per_gpu`` where the total is
+    itself a cell: token totals ÷ duration; perfgraph.measured.derived)."""
+    gpus = values["gpus"] or values["tp"]
+    of_totals = "total_over_duration" in dict(values["derive"])
+    if "throughput_per_gpu" in metrics or not gpus or not (
+            of_totals or "total_throughput" in metrics):
         return
-    per_gpu = metrics["total_throughput"].value / tp
-    what = f"derived here: total (input+output) tokens/s ÷ {tp} GPUs; the file has no per-GPU " \
-        "figure"
-    put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", what)
-    notes.append(f"throughput_per_gpu derived as total_throughput ÷ {tp} GPUs")
+    how = f"derived here: total (input+output) tokens/s ÷ {gpus} GPUs; the file has no " \
+        "per-GPU figure"
+    values["derive"] = (*values["derive"],
+                        ("per_gpu_over_duration" if of_totals else "throughput_per_gpu", how))
+    notes.append(f"throughput_per_gpu derived as total_throughput ÷ {gpus} GPUs")
+
+
+def total_from_per_gpu(per_gpu: str, gpus: object) -> tuple[str, str]:
+    """A ``derive`` entry: the run's whole-system tokens/s is the cell
+    ``measured_total_throughput``, the file's per-GPU figure (``per_gpu``) × ``gpus``."""
+    return ("total_throughput",
+            f"input + output tokens / s, whole system (derived: {per_gpu} × {gpus})")
 
 
 # --------------------------------------------------------------------------- adapter interface

@@ -28,6 +28,7 @@ from .base import (
     gpu_name,
     number,
     put,
+    total_from_per_gpu,
     tp_of,
 )
 
@@ -141,11 +142,11 @@ class InferenceMaxRowsAdapter(Adapter):
         isl_exp, osl_exp = (None if n is None else expected_mean(n) for n in (isl_cfg, osl_cfg))
         implied = (len(notes), _implied_note(osl_cfg))  # said after the notes so far
         return build_run(
-            ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu, tp),
+            ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu),
             notes=notes, caveats=caveats, model=_model(record, ctx, notes),
             precision=str(precision) if precision else None,
             hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
-            isl_configured=isl_cfg, osl_configured=osl_cfg, derive=IMPLIED_OSL,
+            isl_configured=isl_cfg, osl_configured=osl_cfg, derive=ROW_DERIVED,
             derive_notes=(implied,),
             isl_expected=isl_exp, osl_expected=osl_exp,
             # the row's Framework as it says it ("VLLM", "TRT"), else its runner's suffix;
@@ -165,6 +166,8 @@ def _queued(ttft: float, lowest: float | None, notes: list[str]) -> None:
 #: The rows record no lengths: the mean OSL their latencies imply is the sheet's
 #: ``measured_implied_osl`` (perfgraph.measured.derived), (E2EL − TTFT) ÷ TPOT + 1.
 IMPLIED_OSL = (("osl_implied", "(E2EL − TTFT)/TPOT + 1: the rows record no lengths"),)
+#: What a row leaves to the cells: its implied OSL, and its total tokens/s (per GPU × TP).
+ROW_DERIVED = (*IMPLIED_OSL, total_from_per_gpu("TPUT per GPU", "TP"))
 
 
 def _implied_note(osl_cfg: int | None) -> str:
@@ -173,14 +176,12 @@ def _implied_note(osl_cfg: int | None) -> str:
             + (f" (configured {osl_cfg})" if osl_cfg else ""))
 
 
-def _row_metrics(ttft: float, tpot: float, e2el_s: float, per_gpu: float, tp: int) -> dict:
+def _row_metrics(ttft: float, tpot: float, e2el_s: float, per_gpu: float) -> dict:
     metrics: dict = {}
     put(metrics, "ttft", "mean", ttft, "ms", DEFINITIONS["ttft"])
     put(metrics, "tpot", "mean", tpot, "ms", DEFINITIONS["tpot"])
     put(metrics, "e2el", "mean", e2el_s * 1000.0, "ms", DEFINITIONS["e2el"])
     put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s", PER_GPU.format(gpus="TP"))
-    put(metrics, "total_throughput", "mean", per_gpu * tp, "token/s",
-        "input + output tokens / s, whole system (derived: TPUT per GPU × TP)")
     return metrics
 
 
@@ -263,11 +264,14 @@ class InferenceMaxAggAdapter(Adapter):
             concurrency=concurrency_of(_required(record, "conc"), "conc"),
             isl_configured=isl,
             osl_configured=osl,
+            gpus=gpus if tp is None else None,  # a multinode run's GPUs (single-node: its TP)
+            derive=(total_from_per_gpu("tput_per_gpu", gpus),),
         )
 
 
 def _agg_throughputs(record: dict, metrics: dict, gpus: int) -> None:
-    """The agg file's per-GPU throughputs, and the whole system's total."""
+    """The agg file's per-GPU throughputs (the whole system's total is a cell: the run's
+    ``derive``)."""
     split = record.get("is_multinode")
     for key, base, what in (
         ("tput_per_gpu", "throughput_per_gpu", f"total (input + output) tokens / s ÷ {gpus} GPUs"),
@@ -279,8 +283,6 @@ def _agg_throughputs(record: dict, metrics: dict, gpus: int) -> None:
         value = number(record, key, required=(key == "tput_per_gpu"))
         if value is not None:
             put(metrics, base, "mean", value, "token/s", what)
-    put(metrics, "total_throughput", "mean", metrics["throughput_per_gpu"].value * gpus,
-        "token/s", f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})")
 
 
 def _shown(x: float | None) -> str:

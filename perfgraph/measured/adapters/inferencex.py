@@ -30,6 +30,7 @@ from .base import (
     fmt_num,
     number,
     put,
+    total_from_per_gpu,
     tp_of,
 )
 from .inferencemax import RANGE_RATIO, runner_gpu, spec_caveat
@@ -107,7 +108,7 @@ class InferenceXRowsAdapter(Adapter):
             isl_expected=_mean(isl), osl_expected=_mean(osl),
             engine=ENGINES.get(framework.lower(), framework.lower()),
             engine_build=str(record["image"]) if record.get("image") else None,
-            spec_decoding=spec, gpus=gpus,
+            spec_decoding=spec, gpus=gpus, derive=(total_from_per_gpu("tput_per_gpu", gpus),),
             ep=deploy["decode_ep"], dp_attention=deploy["decode_dp_attention"],
             **{k: deploy[k] for k in ("disaggregated", "prefill_gpus", "decode_gpus",
                                       "prefill_tp", "decode_tp", "prefill_ep", "decode_ep")},
@@ -166,8 +167,6 @@ def _throughputs(raw: dict, metrics: dict, d: dict[str, Any]) -> None:
         raise RunRefused("'tput_per_gpu' is 0: the run measured nothing")
     put(metrics, "throughput_per_gpu", "mean", per_gpu, "token/s",
         f"total (input + output) tokens / s ÷ {gpus} GPUs")
-    put(metrics, "total_throughput", "mean", per_gpu * gpus, "token/s",
-        f"input + output tokens / s, whole system (derived: tput_per_gpu × {gpus})")
     for key, base, pool in (("output_tput_per_gpu", "output_throughput_per_gpu", "decode"),
                             ("input_tput_per_gpu", "input_throughput_per_gpu", "prefill")):
         value = number(raw, key, required=False)

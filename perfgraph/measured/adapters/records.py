@@ -107,6 +107,10 @@ class MeasuredRun:
     #: notes stating derived values: (where among ``notes`` it goes, a template such as
     #: ``"… = {in_flight:.1f} …"``) that ``perfgraph.measured.derived`` fills in and puts there
     derive_notes: tuple[tuple[int, str], ...] = ()
+    #: the file's input and output token totals over the run (benchmark_serving lines): the
+    #: cells derive its token rates from them and ``duration_s``
+    tokens_in: float | None = None
+    tokens_out: float | None = None
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,8 @@ class ServingRecord:
             osl_configured=self.configured[1],
             completed=self.completed,
             duration_s=self.duration,
+            tokens_in=self.total_in,
+            tokens_out=self.total_out,
             **fields,
         )
 

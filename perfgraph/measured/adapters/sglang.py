@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .base import (
+    THROUGHPUTS,
     Adapter,
     Context,
     Document,
@@ -49,8 +50,7 @@ class SGLangAdapter(Adapter):
                 "the file gives only the MEDIAN TTFT and ITL (old SGLang schema); "
                 "no mean TTFT/ITL/TPOT exists for this run"
             )
-        _throughputs(record, run.metrics, run.completed, run.duration, run.total_in,
-                     run.total_out, run.notes)
+        derive = _throughputs(record, run.metrics, run.completed, run.duration, run.notes)
         isl_cfg, osl_cfg, prefix = _configured(record, run.notes)
         run.check_lengths(isl_cfg, osl_cfg, _range_why(record))
         run.check_load()
@@ -59,18 +59,16 @@ class SGLangAdapter(Adapter):
                 "SGLang bench_serving lines record no model, TP or GPU; give them with "
                 "overrides or a perfgraph.meta.toml sidecar"
             )
-        return run.build(ctx, self.format, index, label_prefix=prefix,
+        return run.build(ctx, self.format, index, label_prefix=prefix, derive=derive,
                          model=record.get("model_id") or record.get("model"))
 
 
-def _throughputs(record, metrics, completed, duration, total_in, total_out, notes) -> None:
+def _throughputs(record, metrics, completed, duration, notes) -> tuple[tuple[str, str], ...]:
+    """The line's rates; what it leaves to the cells (its ``derive``): the total tokens/s
+    (``measured_token_rate``: token totals ÷ duration), and its input tokens/s where it gives
+    none (``measured_input_rate``)."""
     put_rate(metrics, "output_throughput", number(record, "output_throughput"))
-    put_rate(
-        metrics,
-        "total_throughput",
-        (total_in + total_out) / duration,
-        "derived: token totals / duration",
-    )
+    derive = [("total_over_duration", _derived_rate("total_throughput", "token totals"))]
     given = number(record, "request_throughput", required=False)
     if given is None:
         put_rate(
@@ -84,11 +82,15 @@ def _throughputs(record, metrics, completed, duration, total_in, total_out, note
         put_rate(metrics, "request_throughput", given)
     given_in = number(record, "input_throughput", required=False)
     if given_in is None:
-        put_rate(
-            metrics, "input_throughput", total_in / duration, "derived: total_input / duration"
-        )
+        derive.append(("input_over_duration", _derived_rate("input_throughput", "total_input")))
     else:
         put_rate(metrics, "input_throughput", given_in)
+    return tuple(derive)
+
+
+def _derived_rate(key: str, over: str) -> str:
+    """A rate's definition where the cells derive it from the line's totals."""
+    return f"{THROUGHPUTS[key][1]} (derived: {over} / duration)"
 
 
 def _configured(record: dict, notes: list[str]) -> tuple[float | None, float | None, str]:
