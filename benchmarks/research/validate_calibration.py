@@ -194,7 +194,8 @@ class File:
     precision: str | None = None
     engine: str | None = None
     sets: tuple[tuple[str, str], ...] = ()
-    #: only the runs on a GPU whose printed name holds this, of these models (None: all)
+    #: only the runs on a GPU whose printed name starts with this (not GH200 for H200), of
+    #: these models (None: all)
     gpu: str | None = None
     models: tuple[str, ...] | None = None
 
@@ -204,7 +205,7 @@ class File:
 
     def runs(self) -> list[MeasuredRun]:
         return [r for r in read_runs(self.path).runs
-                if (self.gpu is None or self.gpu in (r.hardware or ""))
+                if (self.gpu is None or (r.hardware or "").startswith(self.gpu))
                 and (self.models is None or r.model in self.models)]
 
     def __str__(self) -> str:
@@ -363,13 +364,36 @@ TRT_SPLITS = (
     Split("H100 TensorRT-LLM 0.14: fit Llama-3.1-70B, hold Llama-3.1-8B", "model",
           (_online("H100", "llama-3.1-70b"),),
           (_online("H100", "llama-3.1-8b"),)),
-    Split("H200 TensorRT-LLM 0.17 max load: fit Llama-3.1-70B, hold Mixtral-8x7B", "model",
-          (File(TRT_MAX, gpu="H200", models=("llama-3.1-70b",)),),
-          (File(TRT_MAX, gpu="H200", models=("mixtral-8x7b",)),)),
-    Split("H200 TensorRT-LLM 0.17 max load: fit Mixtral-8x7B, hold Llama-3.1-70B", "model",
-          (File(TRT_MAX, gpu="H200", models=("mixtral-8x7b",)),),
-          (File(TRT_MAX, gpu="H200", models=("llama-3.1-70b",)),)),
 )
+#: The maximum-load table's GPUs that perfgraph's catalog holds (its GH200 rows are left
+#: out: hardware/ has no GH200), each with the models it ran.
+MAX_LOAD_GPUS = ("H200", "H100", "A100", "L40S")
+
+
+def max_load_splits() -> tuple[Split, ...]:
+    """Leave one model out on the maximum-load table (TensorRT-LLM 0.17, one build): per GPU,
+    hold each model's runs and fit the other models' (throughput only: the table gives no
+    latency)."""
+    out = []
+    for gpu in MAX_LOAD_GPUS:
+        models = sorted({r.model for r in File(TRT_MAX, gpu=gpu).runs() if r.model})
+        for held in models if len(models) > 1 else ():
+            rest = tuple(m for m in models if m != held)
+            fitted = " + ".join(_title(m) for m in rest)
+            out.append(Split(f"{gpu} TensorRT-LLM 0.17 max load: fit {fitted}, hold "
+                             f"{_title(held)}", "model", (File(TRT_MAX, gpu=gpu, models=rest),),
+                             (File(TRT_MAX, gpu=gpu, models=(held,)),)))
+    return tuple(out)
+
+
+def _title(model: str) -> str:
+    """'llama-3.1-70b' → 'Llama-3.1-70B', 'mixtral-8x7b' → 'Mixtral-8x7B' (as split names print
+    models)."""
+    first, *rest = model.split("-")
+    return "-".join([first.capitalize(), *(p[:-1] + "B" if p[:1].isdigit() and p.endswith("b")
+                                           else p for p in rest)])
+
+
 #: the fewest runs a build split fits on: 4 runs give 12 values for the 9 targets
 MIN_FIT_RUNS = 4
 
@@ -822,6 +846,11 @@ def runs_markdown(fits: list[tuple[Split, Fit]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def every_split() -> tuple[Split, ...]:
+    """Every split the report holds, in its order."""
+    return (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *max_load_splits(), *build_splits())
+
+
 def saved(path: str) -> dict:
     """The ``--json`` output of an earlier run (``--coverage-from``): its splits' rows, each
     with its hardware × engine pair (an older file may lack it: taken from the splits)."""
@@ -831,7 +860,7 @@ def saved(path: str) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SystemExit(f"--coverage-from {path}: not this script's --json output "
                          f"({exc})") from None
-    every = (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
+    every = every_split()
     pairs = {s.name: s.pair for s in every}
     for row in table:
         row.setdefault("pair", pairs.get(row["split"]))
@@ -870,7 +899,7 @@ def main() -> int:
         doc = saved(args.coverage_from)
         table, summary, fits = doc["splits"], doc["pooled"], None
     else:
-        chosen = [s for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
+        chosen = [s for s in every_split()
                   if args.only is None or any(o in s.name or o == s.kind for o in args.only)]
         if not chosen:
             print(f"--only {' '.join(args.only)}: no split's name or kind holds it",
