@@ -68,6 +68,12 @@ def _run(result, index):
     return next(r for r in result.runs if r.index == index)
 
 
+def _derived(run):
+    """The run once the cells worked out what its reader left them (its mean lengths, the
+    caveats that need them)."""
+    return derive_runs(None, [run])[0]
+
+
 def _note(run, *words):
     hits = [n for n in run.notes if all(w in n for w in words)]
     assert hits, f"no note with {words} in {run.notes}"
@@ -224,7 +230,9 @@ def test_inferencemax_agg_seconds_become_ms():
 def test_sglang_rate8_line():
     result = read_runs(SGLANG_ONLINE)
     assert [r.index for r in result.runs] == [1, 2, 3, 4, 5, 6, 7]  # line numbers
-    run = _run(result, 4)
+    read = _run(result, 4)
+    assert read.isl is None and read.osl is None  # the lengths are cells: totals ÷ completed
+    run = _derived(read)
     assert (run.request_rate, run.concurrency) == (8.0, None)
     assert run.label == "random 1024/1024 rate 8"
     assert "ttft" not in run.metrics  # the old schema has no mean TTFT
@@ -245,10 +253,10 @@ def test_sglang_rate8_line():
 
 def test_sglang_offline_and_sharegpt():
     result = read_runs(SGLANG_OFFLINE)
-    first = _run(result, 1)
+    first = _derived(_run(result, 1))
     assert math.isinf(first.request_rate) and first.label == "random 1024/1024 rate inf"
     assert first.isl == pytest.approx(1525074 / 3000)
-    sharegpt = _run(result, 7)
+    sharegpt = _derived(_run(result, 7))
     assert sharegpt.isl_configured is None and sharegpt.label == "sharegpt rate inf"
     assert sharegpt.isl == pytest.approx(448102 / 2000)
     _note(sharegpt, "do not apply")
@@ -286,7 +294,7 @@ def test_bad_overrides_are_rejected(tmp_path):
 
 
 def test_lambda_zero_length_outputs():
-    run = read_runs(LAMBDA).runs[0]
+    run = _derived(read_runs(LAMBDA).runs[0])
     assert run.model == "neuralmagic/Meta-Llama-3.1-8B-FP8"
     assert run.hardware is None  # only the path says 1xH100-80GB-SXM, the content does not
     assert math.isinf(run.request_rate) and run.concurrency is None
@@ -309,7 +317,7 @@ def test_lambda_zero_length_outputs():
 
 
 def test_vllm_current_with_goodput_colon_key():
-    run = read_runs(SYN / "vllm_bench_serve_conc64.json").runs[0]
+    run = _derived(read_runs(SYN / "vllm_bench_serve_conc64.json").runs[0])
     assert (run.concurrency, run.request_rate) == (64, None)
     assert run.metrics["request_goodput"].value == pytest.approx(1.87)
     _note(run, "'request_goodput:'")
@@ -320,7 +328,7 @@ def test_vllm_current_with_goodput_colon_key():
 
 def test_vllm_append_result_jsonl():
     result = read_runs(SYN / "vllm_append_result.jsonl")
-    slow, fast = _run(result, 1), _run(result, 2)
+    slow, fast = _derived(_run(result, 1)), _derived(_run(result, 2))
     assert (slow.request_rate, fast.request_rate) == (4.0, 16.0)
     assert "request_goodput" not in slow.metrics  # null: no --goodput given
     _note(fast, "achieved 11.00 requests/s")
@@ -510,7 +518,7 @@ def test_caveats_are_the_notes_that_change_how_the_numbers_read():
     assert any("tokens per chunk" in c for c in lam.caveats)
     assert set(lam.caveats) <= set(lam.notes)
     assert not any("total_throughput derived" in c for c in lam.caveats)
-    sg = _run(read_runs(SGLANG_ONLINE), 4)
+    sg = _derived(_run(read_runs(SGLANG_ONLINE), 4))
     assert any("ISL: measured mean 510 vs configured 1024" in c for c in sg.caveats)
     imax = read_runs(IMAX / "1k1k/H100.json").runs[0]
     assert any("directory name '1k1k'" in c and "expected means 921.6/921.6" in c
@@ -518,7 +526,7 @@ def test_caveats_are_the_notes_that_change_how_the_numbers_read():
 
 
 def test_measured_and_configured_lengths_are_kept_apart():
-    sg = _run(read_runs(SGLANG_ONLINE), 4)
+    sg = _derived(_run(read_runs(SGLANG_ONLINE), 4))
     assert sg.isl_measured == pytest.approx(1222995 / 2400) and sg.isl_configured == 1024
     imax = _run(read_runs(IMAX / "1k1k/H100.json"), 4)
     assert imax.isl_measured is None and imax.osl_measured is None and imax.osl == 921.6

@@ -97,7 +97,8 @@ def test_vllm_083_tp8_with_commands_sidecar():
     assert (run.hardware, run.tp, run.pp, run.gpus, run.engine) == (
         "NVIDIA A100-SXM4-40GB", 8, 1, 8, "vllm")
     assert run.model == "meta-llama/Llama-3.3-70B-Instruct" and run.completed == 200
-    # measured lengths: totals ÷ completed = the per-request arrays' means
+    # measured lengths (cells): totals ÷ completed = the per-request arrays' means
+    run = derive_runs(None, [run])[0]
     assert run.isl_measured == pytest.approx(42659 / 200)
     assert run.osl_measured == pytest.approx(42398 / 200)
     assert any("over the 200 per-request input_lens/output_lens" in n for n in run.notes)
@@ -106,7 +107,7 @@ def test_vllm_083_tp8_with_commands_sidecar():
 
 
 def test_vllm_083_tp4_pp2_over_infiniband():
-    run = read_runs(PP2).runs[0]
+    run = derive_runs(None, read_runs(PP2).runs)[0]
     assert (run.hardware, run.tp, run.pp, run.gpus) == ("NVIDIA A100-SXM4-40GB", 4, 2, 8)
     assert run.metrics["ttft"].value == pytest.approx(870.4108890200678)
     assert run.metrics["tpot"].value == pytest.approx(79.58026313185233)

@@ -11,12 +11,14 @@ from types import MappingProxyType
 import pytest
 
 from perfgraph.measured.adapters import MeasuredRun, Metric
+from perfgraph.measured.adapters.records import LateCaveat
 from perfgraph.measured.derived import derive_runs
 
 
 def _run(metrics: dict[str, float], **fields) -> MeasuredRun:
     units = {"request_throughput": "request/s", "output_throughput": "token/s",
-             "throughput_per_gpu": "token/s", "total_throughput": "token/s"}
+             "throughput_per_gpu": "token/s", "total_throughput": "token/s",
+             "input_throughput": "token/s"}
     kept = MappingProxyType({k: Metric(v, units.get(k, "ms"), "mean", k)
                              for k, v in metrics.items()})
     return MeasuredRun("x.json", "test", 0, "run", None, None, 1, 8.0, None, 1000.0, 200.0,
@@ -102,3 +104,60 @@ def test_rates_from_a_lines_token_totals_and_duration() -> None:
     # a line without its totals gives no rate (never the model's)
     (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=None)])
     assert "total_throughput" not in got.metrics and "input_throughput" not in got.metrics
+
+
+def test_a_lines_request_rate_is_completed_over_duration() -> None:
+    how = "completed requests / s (derived: completed / duration)"
+    run = _run({"e2el": 3000.0}, derive=(("requests_over_duration", how),))
+    (got,) = derive_runs(None, [run])  # 10 requests in 60 s
+    assert got.metrics["request_throughput"].value == pytest.approx(10 / 60)
+    assert got.metrics["request_throughput"].definition == how
+    assert got.concurrency_measured == pytest.approx(0.5)  # Little's law reads it: 1/6 × 3 s
+    (got,) = derive_runs(None, [dataclasses.replace(run, completed=None)])
+    assert "request_throughput" not in got.metrics and got.concurrency_measured is None
+
+
+def test_mean_lengths_are_token_totals_over_completed() -> None:
+    lengths = (("isl_measured", "in ÷ completed"), ("osl_measured", "out ÷ completed"))
+    run = dataclasses.replace(_run({"ttft": 100.0, "tpot": 10.0}, derive=(
+        *lengths, ("e2el", "TTFT + (OSL − 1) × TPOT"))), isl=None, osl=None,
+        tokens_in=12_000.0, tokens_out=3_000.0)
+    (got,) = derive_runs(None, [run])  # 10 requests
+    assert (got.isl, got.osl) == (pytest.approx(1200.0), pytest.approx(300.0))
+    assert (got.isl_measured, got.osl_measured) == (got.isl, got.osl)
+    assert got.metrics["e2el"].value == pytest.approx(100 + 299 * 10)  # reads the mean OSL
+    # without the totals no length is made up (never the model's)
+    (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=None)])
+    assert got.isl is None and got.osl == pytest.approx(300.0)
+
+
+def test_an_old_vllm_total_is_input_plus_output_rates() -> None:
+    how = "input + output tokens / s, whole system (derived: input + output throughput)"
+    run = dataclasses.replace(_run(
+        {"input_throughput": 500.0, "output_throughput": 250.0},
+        derive=(("total_of_rates", how), ("throughput_per_gpu", "total ÷ 2 GPUs"))), tp=2)
+    (got,) = derive_runs(None, [run])
+    assert got.metrics["total_throughput"].value == pytest.approx(750.0)  # 500 + 250
+    assert got.metrics["total_throughput"].definition == how
+    assert got.metrics["throughput_per_gpu"].value == pytest.approx(375.0)  # 750 ÷ 2
+    (got,) = derive_runs(None, [_run({"output_throughput": 250.0},
+                                     derive=(("total_of_rates", how),))])
+    assert "total_throughput" not in got.metrics  # no input rate: no total
+
+
+def test_late_caveats_read_the_derived_values_in_the_readers_order() -> None:
+    late = (LateCaveat("lengths", (1024.0, None, " (why)"), note_at=1, caveat_at=0),
+            LateCaveat("pacing", (1.0,), note_at=1, caveat_at=0))
+    run = dataclasses.replace(_run({}, derive=(
+        ("isl_measured", "in ÷ completed"), ("requests_over_duration", "completed ÷ s"))),
+        isl=None, tokens_in=12_000.0, late_caveats=late)
+    (got,) = derive_runs(None, [run])
+    lengths = "ISL: measured mean 1200 vs configured 1024 (why)"
+    pacing = ("achieved 0.17 requests/s < 90% of the configured rate 1: the server did not "
+              "keep up and requests queued")
+    assert got.caveats == (lengths, pacing) and got.late_caveats == ()
+    assert got.notes == ("the reader's note", lengths, pacing)
+    assert derive_runs(None, [got])[0].notes == got.notes  # checked once
+    # a check that finds nothing leaves the next one where the reader put it
+    (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=10_500.0)])  # 1050: < 5%
+    assert got.caveats == (pacing,) and got.notes == ("the reader's note", pacing)

@@ -16,6 +16,7 @@ from perfgraph.engine.numbers import quantity
 from perfgraph.errors import InputError
 from perfgraph.measured.calibration import TARGETS, Fit, calibrate
 from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.reading import Measured, read_measured
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.compare_report import problem_lines
@@ -95,7 +96,7 @@ def _use(args: argparse.Namespace) -> str:
 
 def _not_compared(fitted: Measured, fit: Fit, held: Measured, base: Baseline) -> None:
     used = {(c.run.source, c.run.index) for c in (*fit.fitted_runs, *fit.held_out_runs)}
-    for r in (*fitted.runs, *held.runs):
+    for r in derive_runs(base.sheet, (*fitted.runs, *held.runs)):  # modelled as compared
         if (r.source, r.index) not in used:
             why = setup_run(r, base).error or "the model has no value at its configuration " \
                 "(see 'perfgraph compare')"

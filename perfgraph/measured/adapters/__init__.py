@@ -47,6 +47,7 @@ from .gpu_conc import GpuConcAdapter
 from .inferencemax import InferenceMaxAggAdapter, InferenceMaxRowsAdapter
 from .inferencex import InferenceXRowsAdapter
 from .records import markdown_tables
+from .serving import CAVEAT_CHECKS
 from .sglang import SGLangAdapter
 from .trtllm_docs import TrtllmOnlineAdapter, TrtllmThroughputAdapter
 from .vllm import VllmAdapter, VllmLegacyAdapter
@@ -57,6 +58,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = [
+    "CAVEAT_CHECKS",
     "FORMATS",
     "MeasuredFileError",
     "MeasuredRun",

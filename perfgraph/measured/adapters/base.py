@@ -18,6 +18,7 @@ from .records import (  # noqa: F401 - re-exported
     BadLine,
     Context,
     Document,
+    LateCaveat,
     MeasuredRun,
     Metric,
     PerRequest,
@@ -75,7 +76,7 @@ def make_label(prefix: str, run: Mapping[str, Any]) -> str:
 
 
 _TARGET = {"isl": "isl_configured", "osl": "osl_configured"}
-_FIXED = ("source", "format", "index", "label", "metrics", "notes", "caveats")
+_FIXED = ("source", "format", "index", "label", "metrics", "notes", "caveats", "late_caveats")
 _DERIVED = ("isl_measured", "osl_measured")  # build_run sets them from isl / osl
 #: set later, from the cells (perfgraph.measured.derived), never by a reader
 _LATER = ("concurrency_measured",)
@@ -92,7 +93,7 @@ def build_run(
     *,
     metrics: Mapping[str, Metric],
     notes: Iterable[str | None] = (),
-    caveats: Iterable[str | None] = (),
+    caveats: Iterable[str | LateCaveat | None] = (),
     label_prefix: str = "",
     **fields: Any,
 ) -> MeasuredRun:
@@ -100,13 +101,15 @@ def build_run(
     lengths, TP and concurrency checked, per-GPU throughput left to the cells where it can be.
 
     ``caveats`` are the notes that change how the numbers read; they are kept in ``notes``
-    too, in order."""
+    too, in order. A :class:`LateCaveat` among them is checked once the run is derived, and
+    its caveat goes where the check stood."""
     unknown = set(fields) - set(_FIELDS)
     if unknown:
         raise TypeError(f"unknown run fields {sorted(unknown)}")
     values: dict[str, Any] = {f: fields.get(f, _DEFAULTS.get(f)) for f in _FIELDS}
-    kept: list[str] = [c for c in caveats if c]
-    notes_: list[str] = [n for n in notes if n] + kept
+    notes_: list[str] = [n for n in notes if n]
+    kept, late = _late_caveats(caveats, len(notes_))
+    notes_ += kept
     _apply_context(ctx, values, notes_)
     _check_config(values)
     measured = {kind: values[kind] for kind in ("isl", "osl")}
@@ -118,8 +121,23 @@ def build_run(
     label = make_label(label_prefix, values)
     metrics = MappingProxyType(metrics)
     return MeasuredRun(ctx.source, fmt, index, label, metrics=metrics, notes=tuple(notes_),
-                       caveats=tuple(kept), isl_measured=measured["isl"],
+                       caveats=tuple(kept), late_caveats=late, isl_measured=measured["isl"],
                        osl_measured=measured["osl"], **values)
+
+
+def _late_caveats(caveats: Iterable[str | LateCaveat | None], first_note: int,
+                  ) -> tuple[list[str], tuple[LateCaveat, ...]]:
+    """The caveats kept now, and the late ones, each placed after the caveats kept before it
+    (they follow the ``first_note`` notes)."""
+    kept: list[str] = []
+    late: list[LateCaveat] = []
+    for c in caveats:
+        if isinstance(c, LateCaveat):
+            late.append(dataclasses.replace(c, note_at=first_note + len(kept),
+                                            caveat_at=len(kept)))
+        elif c:
+            kept.append(c)
+    return kept, tuple(late)
 
 
 def _apply_context(ctx: Context, values: dict, notes: list[str]) -> None:
@@ -136,8 +154,12 @@ def _apply_context(ctx: Context, values: dict, notes: list[str]) -> None:
 
 def _fill_lengths(values: dict, notes: list[str]) -> None:
     """ISL and OSL where the file has no measured mean: the expected mean of a configured
-    random range, else the configured value (with a note saying which)."""
+    random range, else the configured value (with a note saying which); none where the cells
+    derive the mean (``derive`` names ``isl_measured``/``osl_measured``)."""
+    derived = dict(values["derive"])
     for kind in ("isl", "osl"):
+        if f"{kind}_measured" in derived:
+            continue
         if values[kind] is None and values[f"{kind}_expected"] is not None:
             values[kind] = values[f"{kind}_expected"]
             notes.append(f"{kind.upper()} is the expected mean of the configured random "
@@ -168,11 +190,13 @@ def _check_config(values: dict) -> None:
 def _derive_per_gpu(values: dict, metrics: Mapping[str, Metric], notes: list[str]) -> None:
     """A file with a whole-system total and no per-GPU figure leaves total ÷ GPUs to the
     cell ``measured_total_per_gpu`` (``measured_token_rate_per_gpu`` where the total is
-    itself a cell: token totals ÷ duration; perfgraph.measured.derived)."""
+    itself a cell: token totals ÷ duration; perfgraph.measured.derived). A total the cells
+    sum from the input and output rates stands in for the file's, so ÷ GPUs follows it."""
     gpus = values["gpus"] or values["tp"]
-    of_totals = "total_over_duration" in dict(values["derive"])
+    derived = dict(values["derive"])
+    of_totals = "total_over_duration" in derived
     if "throughput_per_gpu" in metrics or not gpus or not (
-            of_totals or "total_throughput" in metrics):
+            of_totals or "total_of_rates" in derived or "total_throughput" in metrics):
         return
     how = f"derived here: total (input+output) tokens/s ÷ {gpus} GPUs; the file has no " \
         "per-GPU figure"

@@ -42,6 +42,21 @@ class PerRequest:
 
 
 @dataclass(frozen=True)
+class LateCaveat:
+    """A caveat that needs a derived value (the achieved request rate, the measured mean
+    lengths): the reader names its check (``adapters.CAVEAT_CHECKS``) and gives the file's
+    side of it (``args``); ``perfgraph.measured.derived`` runs the check on the derived run
+    and puts a caveat it returns where the reader put the check among its caveats
+    (``caveat_at``) and notes (``note_at``: both count the caveats kept before it, not the
+    late ones; ``build_run`` sets them)."""
+
+    check: str
+    args: tuple[Any, ...] = ()
+    note_at: int = 0
+    caveat_at: int = 0
+
+
+@dataclass(frozen=True)
 class MeasuredRun:
     source: str
     format: str
@@ -102,7 +117,8 @@ class MeasuredRun:
     per_request: PerRequest | None = field(default=None, repr=False)
     #: what the file leaves to the sheet's cells (``perfgraph.measured.derived``): (quantity,
     #: how the file leads to it) for ``request_throughput``, ``e2el``, ``osl_implied``,
-    #: ``output_per_request``
+    #: ``output_per_request``, the rates of its totals, and ``isl_measured``/``osl_measured``
+    #: (its token totals ÷ ``completed``: ``isl``/``osl`` are set from them once derived)
     derive: tuple[tuple[str, str], ...] = ()
     #: notes stating derived values: (where among ``notes`` it goes, a template such as
     #: ``"… = {in_flight:.1f} …"``) that ``perfgraph.measured.derived`` fills in and puts there
@@ -111,6 +127,9 @@ class MeasuredRun:
     #: cells derive its token rates from them and ``duration_s``
     tokens_in: float | None = None
     tokens_out: float | None = None
+    #: the caveats that need a derived value, checked once the run is derived (a derived
+    #: run keeps none)
+    late_caveats: tuple[LateCaveat, ...] = ()
 
 
 @dataclass(frozen=True)

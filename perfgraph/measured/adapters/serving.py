@@ -5,17 +5,24 @@ Both write one flat object per run: ``completed``, ``duration``, the token total
 ``ServingRecord`` reads that common part and builds the run; each adapter reads the rest
 (throughput keys, configured lengths, per-request arrays) in its own order, which is the
 order of its notes and caveats and of the checks that may refuse the run.
+
+The mean lengths (token totals ÷ ``completed``) are cells (``measured_mean_isl``,
+``measured_mean_osl``): the run lists them in its ``derive``, and the caveats that need them
+or the achieved request rate are late ones (:data:`CAVEAT_CHECKS`), checked once the run is
+derived.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from .base import (
     Context,
+    LateCaveat,
     MeasuredRun,
     Metric,
     RunRefused,
@@ -49,6 +56,16 @@ def has_totals(record: Mapping | None) -> TypeGuard[Mapping]:
     return "completed" in record and "duration" in record
 
 
+#: The mean lengths a record leaves to the cells: its token totals ÷ its completed requests.
+LENGTHS: tuple[tuple[str, str], ...] = (
+    ("isl_measured", "total_input_tokens ÷ completed"),
+    ("osl_measured", "total_output_tokens ÷ completed"))
+
+
+#: A record's caveats as the reader adds them: a caveat, a late one, or None (none found).
+Caveats = list[str | LateCaveat | None]
+
+
 @dataclass
 class ServingRecord:
     """One record being read: its checked totals and latencies, the notes and caveats the
@@ -61,7 +78,9 @@ class ServingRecord:
     total_out: float
     metrics: dict[str, Metric]
     notes: list[str] = field(default_factory=list)
-    caveats: list[str | None] = field(default_factory=list)
+    caveats: Caveats = field(default_factory=list)
+    #: what the record leaves to the cells (``MeasuredRun.derive``), the mean lengths too
+    derive: list[tuple[str, str]] = field(default_factory=lambda: list(LENGTHS))
     load: tuple[float | None, float | None] = (None, None)  # (max_concurrency, request_rate)
     configured: tuple[float | None, float | None] = (None, None)  # (ISL, OSL) configured
 
@@ -77,24 +96,20 @@ class ServingRecord:
         metrics = collect_stats(record, names, "_ms", 1.0, definitions)
         return cls(record, completed, duration, total_in, total_out, metrics)
 
-    @property
-    def lengths(self) -> tuple[float, float]:
-        """The measured mean ISL and OSL: token totals / completed requests."""
-        return self.total_in / self.completed, self.total_out / self.completed
-
     def check_load(self) -> None:
-        """The configured load, with a caveat when the server fell behind the request rate."""
+        """The configured load, with a caveat when the server fell behind the request rate
+        (checked against the achieved rate once the run is derived)."""
         self.load = load_of(self.record)
-        self.caveats.append(pacing_note(self.load[1], self.metrics["request_throughput"].value))
+        self.caveats.append(LateCaveat("pacing", (self.load[1],)))
 
     def check_lengths(self, isl_cfg: float | None, osl_cfg: float | None, why: str = "") -> None:
-        """The configured lengths, with a caveat when the measured means stray from them."""
+        """The configured lengths, with a caveat when the measured means (derived) stray from
+        them."""
         self.configured = isl_cfg, osl_cfg
-        self.caveats.append(lengths_note(*self.lengths, isl_cfg, osl_cfg, why))
+        self.caveats.append(LateCaveat("lengths", (isl_cfg, osl_cfg, why)))
 
     def build(self, ctx: Context, fmt: str, index: int, label_prefix: str = "",
               **fields: Any) -> MeasuredRun:
-        isl, osl = self.lengths
         return build_run(
             ctx,
             fmt,
@@ -105,14 +120,13 @@ class ServingRecord:
             label_prefix=label_prefix,
             concurrency=self.load[0],
             request_rate=self.load[1],
-            isl=isl,
-            osl=osl,
             isl_configured=self.configured[0],
             osl_configured=self.configured[1],
             completed=self.completed,
             duration_s=self.duration,
             tokens_in=self.total_in,
             tokens_out=self.total_out,
+            derive=tuple(self.derive),
             **fields,
         )
 
@@ -150,3 +164,20 @@ def pacing_note(rate: float | None, achieved: float | None) -> str | None:
         f"achieved {achieved:.2f} requests/s < 90% of the configured rate {fmt_num(rate)}: "
         "the server did not keep up and requests queued"
     )
+
+
+def _pacing(run: MeasuredRun, rate: float | None) -> str | None:
+    achieved = run.metrics.get("request_throughput")
+    return pacing_note(rate, None if achieved is None else achieved.value)
+
+
+def _lengths(run: MeasuredRun, isl_cfg: float | None, osl_cfg: float | None,
+             why: str) -> str | None:
+    return lengths_note(run.isl_measured, run.osl_measured, isl_cfg, osl_cfg, why)
+
+
+#: The late caveats' checks (:class:`LateCaveat`), each on the derived run with the file's
+#: side of it: the configured request rate against the achieved one, the configured lengths
+#: against the measured means.
+CAVEAT_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
+    {"pacing": _pacing, "lengths": _lengths})

@@ -50,7 +50,7 @@ class SGLangAdapter(Adapter):
                 "the file gives only the MEDIAN TTFT and ITL (old SGLang schema); "
                 "no mean TTFT/ITL/TPOT exists for this run"
             )
-        derive = _throughputs(record, run.metrics, run.completed, run.duration, run.notes)
+        _throughputs(record, run)
         isl_cfg, osl_cfg, prefix = _configured(record, run.notes)
         run.check_lengths(isl_cfg, osl_cfg, _range_why(record))
         run.check_load()
@@ -59,33 +59,33 @@ class SGLangAdapter(Adapter):
                 "SGLang bench_serving lines record no model, TP or GPU; give them with "
                 "overrides or a perfgraph.meta.toml sidecar"
             )
-        return run.build(ctx, self.format, index, label_prefix=prefix, derive=derive,
+        return run.build(ctx, self.format, index, label_prefix=prefix,
                          model=record.get("model_id") or record.get("model"))
 
 
-def _throughputs(record, metrics, completed, duration, notes) -> tuple[tuple[str, str], ...]:
+def _throughputs(record: dict, run: ServingRecord) -> None:
     """The line's rates; what it leaves to the cells (its ``derive``): the total tokens/s
-    (``measured_token_rate``: token totals ÷ duration), and its input tokens/s where it gives
-    none (``measured_input_rate``)."""
-    put_rate(metrics, "output_throughput", number(record, "output_throughput"))
-    derive = [("total_over_duration", _derived_rate("total_throughput", "token totals"))]
+    (``measured_token_rate``: token totals ÷ duration), and where it gives none its requests/s
+    (``measured_completion_rate``: completed ÷ duration) and input tokens/s
+    (``measured_input_rate``)."""
+    put_rate(run.metrics, "output_throughput", number(record, "output_throughput"))
+    run.derive.append(("total_over_duration", _derived_rate("total_throughput", "token totals")))
     given = number(record, "request_throughput", required=False)
     if given is None:
-        put_rate(
-            metrics, "request_throughput", completed / duration, "derived: completed / duration"
-        )
-        notes.append(
+        run.derive.append(("requests_over_duration",
+                           _derived_rate("request_throughput", "completed")))
+        run.notes.append(
             "total_throughput and request_throughput derived from the token totals, "
             "completed and duration (the line does not carry them)"
         )
     else:
-        put_rate(metrics, "request_throughput", given)
+        put_rate(run.metrics, "request_throughput", given)
     given_in = number(record, "input_throughput", required=False)
     if given_in is None:
-        derive.append(("input_over_duration", _derived_rate("input_throughput", "total_input")))
+        run.derive.append(("input_over_duration",
+                           _derived_rate("input_throughput", "total_input")))
     else:
-        put_rate(metrics, "input_throughput", given_in)
-    return tuple(derive)
+        put_rate(run.metrics, "input_throughput", given_in)
 
 
 def _derived_rate(key: str, over: str) -> str:

@@ -18,6 +18,7 @@ import math
 import statistics
 
 from .base import (
+    THROUGHPUTS,
     Adapter,
     Context,
     Document,
@@ -33,7 +34,7 @@ from .base import (
     tp_of,
 )
 from .commands import commands_file
-from .serving import ServingRecord, definitions, has_totals
+from .serving import Caveats, ServingRecord, definitions, has_totals
 from .sglang import looks_like_sglang
 
 _NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2el", "latency": "e2el"}
@@ -72,7 +73,7 @@ class VllmAdapter(Adapter):
         run = ServingRecord.read(record, _NAMES, DEFINITIONS)
         deploy = shared or {}
         run.notes.extend(deploy.get("notes", ()))
-        self._throughputs(record, run.metrics, run.notes)
+        self._throughputs(record, run)
         _per_request(record, run.metrics, run.caveats)
         _lengths_note(record, run.notes)
         _e2el_from_arrays(record, run.metrics, run.notes)
@@ -99,7 +100,8 @@ class VllmAdapter(Adapter):
             per_request=per_request(record),
         )
 
-    def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
+    def _throughputs(self, record: dict, run: ServingRecord) -> None:
+        metrics, notes = run.metrics, run.notes
         put_rate(metrics, "request_throughput", number(record, "request_throughput"))
         put_rate(metrics, "output_throughput", number(record, "output_throughput"))
         put_rate(metrics, "total_throughput", number(record, "total_token_throughput"))
@@ -124,12 +126,15 @@ class VllmLegacyAdapter(VllmAdapter):
     )
     legacy = True
 
-    def _throughputs(self, record: dict, metrics: dict, notes: list[str]) -> None:
-        put_rate(metrics, "request_throughput", number(record, "request_throughput"))
-        out = put_rate(metrics, "output_throughput", number(record, "output_throughput"))
-        inp = put_rate(metrics, "input_throughput", number(record, "input_throughput"))
-        put_rate(metrics, "total_throughput", inp + out, "derived: input + output throughput")
-        notes.append(
+    def _throughputs(self, record: dict, run: ServingRecord) -> None:
+        """The file's rates; its total tokens/s is left to the cells (``measured_rates_total``:
+        input + output tokens/s)."""
+        put_rate(run.metrics, "request_throughput", number(record, "request_throughput"))
+        put_rate(run.metrics, "output_throughput", number(record, "output_throughput"))
+        put_rate(run.metrics, "input_throughput", number(record, "input_throughput"))
+        run.derive.append(("total_of_rates", f"{THROUGHPUTS['total_throughput'][1]} "
+                           "(derived: input + output throughput)"))
+        run.notes.append(
             "total_throughput derived as input_throughput + output_throughput "
             "(old vLLM files carry no total)"
         )
@@ -201,7 +206,7 @@ def _e2el_from_arrays(record: dict, metrics: dict, notes: list[str]) -> None:
                  "requests (the file has no E2EL statistic)")
 
 
-def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
+def _per_request(record: dict, metrics: dict, notes: Caveats) -> None:
     outs, ttfts = record.get("output_lens"), record.get("ttfts")
     if not isinstance(outs, list) or not isinstance(ttfts, list):
         return
@@ -230,7 +235,7 @@ def _per_request(record: dict, metrics: dict, notes: list[str | None]) -> None:
     _chunk_note(record.get("itls"), outs, ok, notes)
 
 
-def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str | None]) -> None:
+def _recompute_ttft(metrics: dict, valid: list[float], notes: Caveats) -> None:
     old = metrics.get("ttft")
     for key, m in list(metrics.items()):
         if key == "ttft" or key.startswith("ttft_"):
@@ -249,7 +254,7 @@ def _recompute_ttft(metrics: dict, valid: list[float], notes: list[str | None]) 
         )
 
 
-def _chunk_note(itls, outs: list[float], ok: list[bool], notes: list[str | None]) -> None:
+def _chunk_note(itls, outs: list[float], ok: list[bool], notes: Caveats) -> None:
     if not isinstance(itls, list) or len(itls) != len(outs):
         return
     rows = zip(itls, outs, ok, strict=True)
