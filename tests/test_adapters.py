@@ -148,12 +148,13 @@ def test_inferencemax_h100_tp2_conc64_row():
     assert "TPUT per GPU × TP" in derived.metrics["total_throughput"].definition
     assert "÷ TP" in run.metrics["throughput_per_gpu"].definition
     assert run.metrics["ttft"].statistic == "mean" and run.metrics["ttft"].unit == "ms"
-    assert (run.isl, run.osl, run.isl_configured, run.osl_configured) == (
+    assert run.isl is None and run.osl is None  # the lengths are cells: the range's means
+    assert (derived.isl, derived.osl, derived.isl_configured, derived.osl_configured) == (
         921.6, 921.6, 1024, 1024)  # modelled at the mean of [0.8, 1] × 1024
     assert run.model == "Llama-3.3-70B"
     _note(run, "SXM")
     _note(run, "TPUT per GPU is total (input+output) tokens/s ÷ TP")
-    _note(run, "directory name '1k1k'")
+    _note(derived, "directory name '1k1k'")  # a late caveat: it states the derived means
     implied = (26937.8 - 134.7738) / 29.0358 + 1
     assert f"{implied:.0f}" in _note(derive_runs(None, [run])[0], "implied mean OSL")
 
@@ -165,6 +166,15 @@ def test_inferencemax_8k1k_lengths_and_queueing_note():
     assert run.metrics["ttft"].value == pytest.approx(58128.3265)
     _note(run, "requests queued")
     assert not any("queued" in n for n in _run(result, 0).notes)
+
+
+def test_an_overridden_length_is_the_one_the_range_draws_under():
+    # the rows' client draws in [0.8, 1] × the configured ISL whoever configured it: an
+    # override of 2048 is modelled at 2048 × 0.9 = 1843.2 (the directory's 1024 for the OSL)
+    run = _derived(read_runs(IMAX / "1k1k/H100.json", overrides={"isl": 2048}).runs[0])
+    assert (run.isl_configured, run.osl_configured) == (2048, 1024)
+    assert (run.isl, run.osl) == (pytest.approx(1843.2), pytest.approx(921.6))
+    _note(run, "isl 2048", "from overrides replaces 1024 in the file")
 
 
 def test_inferencemax_h200_and_overrides():
@@ -191,7 +201,8 @@ def test_inferencemax_runner_suffix_names_the_engine():
     assert run.metrics["tpot"].value == pytest.approx(20.1242)
     assert run.metrics["throughput_per_gpu"].value == pytest.approx(375.8126)
     _note(run, "hardware 'H200-TRT' read as H200 running trt")
-    setup = setup_run(run, Baseline.from_spec(ScenarioSpec(model="llama-3.3-70b")))
+    # modelled as compare models it: derived first (its ISL/OSL are cells)
+    setup = setup_run(_derived(run), Baseline.from_spec(ScenarioSpec(model="llama-3.3-70b")))
     assert (setup.hardware, setup.engine) == ("h200", "trtllm")
 
 
@@ -520,7 +531,7 @@ def test_caveats_are_the_notes_that_change_how_the_numbers_read():
     assert not any("total_throughput derived" in c for c in lam.caveats)
     sg = _derived(_run(read_runs(SGLANG_ONLINE), 4))
     assert any("ISL: measured mean 510 vs configured 1024" in c for c in sg.caveats)
-    imax = read_runs(IMAX / "1k1k/H100.json").runs[0]
+    imax = _derived(read_runs(IMAX / "1k1k/H100.json").runs[0])
     assert any("directory name '1k1k'" in c and "expected means 921.6/921.6" in c
                for c in imax.caveats)
 
@@ -529,9 +540,10 @@ def test_measured_and_configured_lengths_are_kept_apart():
     sg = _derived(_run(read_runs(SGLANG_ONLINE), 4))
     assert sg.isl_measured == pytest.approx(1222995 / 2400) and sg.isl_configured == 1024
     imax = _run(read_runs(IMAX / "1k1k/H100.json"), 4)
-    assert imax.isl_measured is None and imax.osl_measured is None and imax.osl == 921.6
     assert imax.osl_implied is None  # the sheet's measured_implied_osl works it out
     (derived,) = derive_runs(None, [imax])
+    assert derived.isl_measured is None and derived.osl_measured is None
+    assert derived.osl == 921.6 and derived.osl_expected == 921.6
     assert derived.osl_implied == pytest.approx((26937.8 - 134.7738) / 29.0358 + 1)
 
 

@@ -48,7 +48,10 @@ def test_single_node_sglang_fp4_mi355x(rows):
 
 
 def test_lengths_are_the_expected_mean_of_the_random_range(rows):
-    run = rows[18]  # atom fp4 8192/1024
+    read = rows[18]  # atom fp4 8192/1024
+    assert read.isl is None and read.isl_expected is None  # cells: derived from the range
+    assert read.range_ratio == 0.8  # --random-range-ratio 0.8
+    run = derive_runs(None, [read])[0]
     assert (run.isl_configured, run.osl_configured) == (8192, 1024)
     assert (run.isl_expected, run.osl_expected) == (pytest.approx(0.9 * 8192),
                                                     pytest.approx(0.9 * 1024))

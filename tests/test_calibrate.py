@@ -24,6 +24,7 @@ from perfgraph.measured.calibration import (
     calibrate,
 )
 from perfgraph.measured.comparison import config_columns, like_for_like
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -98,7 +99,7 @@ def _synthetic_runs(truth: dict[str, float]):
     """The 1k1k H100 rows with TTFT, TPOT and TPUT per GPU replaced by what the model says
     at the given efficiencies."""
     base = Baseline.from_spec(ScenarioSpec())
-    runs = read_runs(H100_1K).runs
+    runs = derive_runs(None, read_runs(H100_1K).runs)  # as compare models them
     setups = [setup_run(r, base) for r in runs]
     sheet = load(setups[0].spec(base.spec)).sheet
     n = len(runs)

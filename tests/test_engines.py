@@ -10,11 +10,17 @@ import pytest
 
 from perfgraph.cli.main import main
 from perfgraph.errors import CatalogError
-from perfgraph.measured.adapters import read_runs
+from perfgraph.measured.adapters import MeasuredRun, read_runs
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import Baseline, setup_run
 from perfgraph.scenario.loading import ScenarioSpec, engine_names, load
 
 IX = "tests/data/measured/inferencex_dsr1/benchmarks.json"
+
+
+def _runs(path: str) -> list[MeasuredRun]:
+    """A file's runs as compare models them: derived first (their ISL/OSL are cells)."""
+    return derive_runs(None, read_runs(path).runs)
 
 
 def _kv(engine: str | None, tp: int = 1, *sets: tuple[str, str]) -> tuple[float, float, float]:
@@ -112,7 +118,7 @@ def test_cli_engine_option(capsys):
 
 
 def test_the_runs_engine_wins():
-    runs = read_runs(IX).runs
+    runs = _runs(IX)
     base = Baseline.from_spec(ScenarioSpec(model="deepseek-v3", engine="vllm"))
     trt = setup_run(runs[2], base)  # framework trt
     assert trt.engine == "trtllm" and "--engine vllm not used: the file says trtllm" in trt.notes
@@ -138,7 +144,7 @@ def test_inferencemax_rows_carry_their_framework_and_get_its_kv_rule():
     """InferenceMAX's "Framework": "VLLM" → vllm; vLLM's --kv-cache-dtype auto keeps KV in the
     activations' BF16 for the FP8 model: 2 × 80 layers × 8 heads × 128 × 2 B = 327,680 B a
     token (FP8: 163,840)."""
-    run = read_runs(IMAX_H100).runs[0]
+    run = _runs(IMAX_H100)[0]
     assert run.engine == "vllm"  # the file's word, lower-cased; setup maps it
     setup = setup_run(run, Baseline.from_spec(ScenarioSpec()))
     assert setup.engine == "vllm" and KV_AUTO in setup.deployment
@@ -153,7 +159,7 @@ def test_inferencemax_rows_carry_their_framework_and_get_its_kv_rule():
 
 
 def test_the_kv_rule_is_each_engines_data():
-    runs = read_runs(IX).runs
+    runs = _runs(IX)
     base = Baseline.from_spec(ScenarioSpec())
     sglang = setup_run(runs[6], base)  # H200 SGLang FP8: --kv-cache-dtype auto, BF16 KV
     assert sglang.engine == "sglang" and KV_AUTO in sglang.deployment
@@ -163,12 +169,12 @@ def test_the_kv_rule_is_each_engines_data():
     assert atom.engine == "atom" and KV_AUTO in atom.deployment
     other = setup_run(dataclasses.replace(runs[16], engine="lmdeploy"), base)
     assert other.engine is None and KV_AUTO not in other.deployment  # no engine file: no rule
-    bf16 = setup_run(dataclasses.replace(read_runs(IMAX_H100).runs[0], precision="BF16"), base)
+    bf16 = setup_run(dataclasses.replace(_runs(IMAX_H100)[0], precision="BF16"), base)
     assert KV_AUTO not in bf16.deployment  # BF16 weights: KV is BF16 either way, no note
 
 
 @pytest.mark.parametrize(("said", "engine"), [("TRT", "trtllm"), ("dynamo-sglang", "sglang"),
                                               ("VLLM", "vllm"), ("TensorRT-LLM", "trtllm")])
 def test_a_files_framework_name_maps_to_an_engine_by_the_engine_files_aliases(said, engine):
-    run = dataclasses.replace(read_runs(IMAX_H100).runs[0], engine=said.lower())
+    run = dataclasses.replace(_runs(IMAX_H100)[0], engine=said.lower())
     assert setup_run(run, Baseline.from_spec(ScenarioSpec())).engine == engine

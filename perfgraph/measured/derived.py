@@ -9,8 +9,10 @@ GPUs; ``measured_token_rate``: token totals ÷ duration) or per-GPU tokens/s
 (``measured_total_per_gpu``: total ÷ GPUs; ``measured_rates_total``: input + output
 tokens/s), its input tokens/s (``measured_input_rate``), its requests/s
 (``measured_completion_rate``: completed ÷ duration), its mean ISL and OSL
-(``measured_mean_isl``/``measured_mean_osl``: token totals ÷ completed, which become the
-run's ``isl``/``osl``), and its implied mean OSL: what its latencies imply
+(``measured_mean_isl``/``measured_mean_osl``: token totals ÷ completed) or, where it records
+none, the expected means of its configured random range (``measured_expected_isl``/
+``measured_expected_osl``: configured × (1 + range ratio) ÷ 2), either of which becomes the
+run's ``isl``/``osl``, and its implied mean OSL: what its latencies imply
 (``measured_implied_osl``) or its output per request (``measured_output_per_request``).
 Each reading the file lacks is pinned as NaN, so no derivation falls back to the model's own
 figure. A run's ``derive_notes`` are note templates the derived values fill in
@@ -27,6 +29,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -61,16 +64,22 @@ DERIVED = {"in_flight": ("measured_in_flight", ""),
            "requests_over_duration": ("measured_completion_rate", "request/s"),
            "total_of_rates": ("measured_rates_total", "token/s"),
            "isl_measured": ("measured_mean_isl", "token"),
-           "osl_measured": ("measured_mean_osl", "token")}
+           "osl_measured": ("measured_mean_osl", "token"),
+           "isl_expected": ("measured_expected_isl", "token"),
+           "osl_expected": ("measured_expected_osl", "token")}
 #: The derived quantities that stand in for a reading the file lacks (or for the run's OSL):
 #: worked out first, then pinned in its place, so the cells that read it follow (Little's
 #: law reads the request rate, the per-GPU figure the total, an E2EL the OSL).
 _STANDS_IN = {"requests_over_duration": "measured_request_throughput",
-              "total_of_rates": "measured_total_throughput", "osl_measured": "osl"}
+              "total_of_rates": "measured_total_throughput", "osl_measured": "osl",
+              "osl_expected": "osl"}
 #: A run's own field → (the cell it pins, the unit the run keeps it in).
 FIELDS = {"duration_s": ("measured_duration", "s"), "tokens_in": ("measured_input_tokens", "token"),
           "tokens_out": ("measured_output_tokens", "token"),
-          "completed": ("measured_completed", "request")}
+          "completed": ("measured_completed", "request"),
+          "isl_configured": ("measured_configured_isl", "token"),
+          "osl_configured": ("measured_configured_osl", "token"),
+          "range_ratio": ("measured_range_ratio", "")}
 #: The derived quantities either of which, where a run's ``derive`` names it, is its
 #: ``osl_implied`` (its latencies' OSL, or its output per request)
 _IMPLIED_OSL = ("osl_implied", "output_per_request")
@@ -186,13 +195,14 @@ def _with(run: MeasuredRun, values: Mapping[str, float | None]) -> MeasuredRun:
 
 
 def _with_lengths(run: MeasuredRun, values: Mapping[str, float | None]) -> MeasuredRun:
-    """The run with the mean lengths its ``derive`` names: its measured and modelled ISL/OSL."""
-    derive = dict(run.derive)
-    isl = values["isl_measured"] if "isl_measured" in derive else run.isl_measured
-    osl = values["osl_measured"] if "osl_measured" in derive else run.osl_measured
-    return dataclasses.replace(run, isl_measured=isl, osl_measured=osl,
-                               isl=isl if "isl_measured" in derive else run.isl,
-                               osl=osl if "osl_measured" in derive else run.osl)
+    """The run with the mean lengths its ``derive`` names (measured, or the expected means of
+    a configured random range), each also the ISL/OSL it is modelled at."""
+    lengths: dict[str, Any] = {}  # float | None, each a field of the run
+    for kind in ("isl", "osl"):
+        for name in (f"{kind}_measured", f"{kind}_expected"):
+            if name in dict(run.derive):
+                lengths[name] = lengths[kind] = values[name]
+    return dataclasses.replace(run, **lengths)
 
 
 def _checked_caveats(run: MeasuredRun) -> tuple[list[str], list[str]]:

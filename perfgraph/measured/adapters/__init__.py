@@ -17,13 +17,14 @@ import io
 import json
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from perfgraph.errors import MetaFileError
 
+from . import inferencemax, inferencex, serving
 from .aiperf import AiperfCsvAdapter, AiperfJsonAdapter
 from .base import (
     Adapter,
@@ -47,7 +48,6 @@ from .gpu_conc import GpuConcAdapter
 from .inferencemax import InferenceMaxAggAdapter, InferenceMaxRowsAdapter
 from .inferencex import InferenceXRowsAdapter
 from .records import markdown_tables
-from .serving import CAVEAT_CHECKS
 from .sglang import SGLangAdapter
 from .trtllm_docs import TrtllmOnlineAdapter, TrtllmThroughputAdapter
 from .vllm import VllmAdapter, VllmLegacyAdapter
@@ -87,6 +87,10 @@ ADAPTERS: tuple[Adapter, ...] = (
 )
 FORMATS: Mapping[str, str] = MappingProxyType({a.format: a.reads for a in ADAPTERS})
 """format name -> what that adapter reads, in detection order."""
+#: Every reader's late caveat checks (:class:`~.records.LateCaveat`) by name, each on the
+#: derived run (``perfgraph.measured.derived``).
+CAVEAT_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
+    {**serving.LATE_CHECKS, **inferencemax.LATE_CHECKS, **inferencex.LATE_CHECKS})
 
 _KEYS = {"model": str, "hardware": str, "precision": str, "tp": int, "concurrency": float,
          "isl": float, "osl": float}

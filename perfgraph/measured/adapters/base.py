@@ -79,7 +79,7 @@ _TARGET = {"isl": "isl_configured", "osl": "osl_configured"}
 _FIXED = ("source", "format", "index", "label", "metrics", "notes", "caveats", "late_caveats")
 _DERIVED = ("isl_measured", "osl_measured")  # build_run sets them from isl / osl
 #: set later, from the cells (perfgraph.measured.derived), never by a reader
-_LATER = ("concurrency_measured",)
+_LATER = ("concurrency_measured", "isl_expected", "osl_expected")
 _FIELDS = tuple(f.name for f in dataclasses.fields(MeasuredRun)
                 if f.name not in _FIXED + _DERIVED + _LATER)
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(MeasuredRun)
@@ -153,17 +153,18 @@ def _apply_context(ctx: Context, values: dict, notes: list[str]) -> None:
 
 
 def _fill_lengths(values: dict, notes: list[str]) -> None:
-    """ISL and OSL where the file has no measured mean: the expected mean of a configured
-    random range, else the configured value (with a note saying which); none where the cells
-    derive the mean (``derive`` names ``isl_measured``/``osl_measured``)."""
+    """ISL and OSL where the file has no measured mean: the configured value (with a note
+    saying so); none where the cells derive the mean (``derive`` names ``isl_measured``/
+    ``osl_measured``, or ``isl_expected``/``osl_expected``: the expected mean of a configured
+    random range, with a note saying so)."""
     derived = dict(values["derive"])
     for kind in ("isl", "osl"):
         if f"{kind}_measured" in derived:
             continue
-        if values[kind] is None and values[f"{kind}_expected"] is not None:
-            values[kind] = values[f"{kind}_expected"]
+        if values[kind] is None and f"{kind}_expected" in derived:
             notes.append(f"{kind.upper()} is the expected mean of the configured random "
                          "range; the file records no measured mean")
+            continue
         if values[kind] is None and values[f"{kind}_configured"] is not None:
             values[kind] = values[f"{kind}_configured"]
             notes.append(
@@ -178,7 +179,6 @@ def _check_config(values: dict) -> None:
     if values["concurrency"] is not None:
         values["concurrency"] = concurrency_of(values["concurrency"], "concurrency")
     for key in ("isl", "osl", "isl_configured", "osl_configured", "osl_implied",
-                "isl_expected", "osl_expected",
                 "request_rate", "duration_s"):
         value = values[key]
         if value is not None and (check_number(value, key, allow_inf=key == "request_rate")

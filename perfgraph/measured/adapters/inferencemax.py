@@ -14,11 +14,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from .base import (
     Adapter,
     Context,
     Document,
+    LateCaveat,
     MeasuredRun,
     RunRefused,
     build_run,
@@ -44,9 +47,15 @@ DEFINITIONS = {
 #: The suite's client draws each request's ISL and OSL uniformly from the integers in
 #: [int(RANGE_RATIO × nominal), nominal] (utils/bench_serving/benchmark_serving.py,
 #: sample_random_requests, run with --random-range-ratio 0.8 on every InferenceMAX and
-#: InferenceX workload): the mean is (1 + RANGE_RATIO) / 2 × nominal. The dashboard rows bear
-#: it out: (E2EL − TTFT) / TPOT + 1 gives a mean OSL of ~922 for "1k" (0.9 × 1024).
+#: InferenceX workload): the mean is (1 + RANGE_RATIO) / 2 × nominal, the cells
+#: ``measured_expected_isl``/``_osl`` (a run gives the ratio as ``range_ratio`` and names
+#: :data:`EXPECTED_LENGTHS` in its ``derive``). The dashboard rows bear it out:
+#: (E2EL − TTFT) / TPOT + 1 gives a mean OSL of ~922 for "1k" (0.9 × 1024).
 RANGE_RATIO = 0.8
+#: The mean lengths a run drawn in the suite's random range leaves to the cells.
+EXPECTED_LENGTHS: tuple[tuple[str, str], ...] = (
+    ("isl_expected", "configured ISL × (1 + range ratio) ÷ 2"),
+    ("osl_expected", "configured OSL × (1 + range ratio) ÷ 2"))
 _K = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768}
 #: A runner named by its GPU and the framework it ran: "H200-TRT" and "B200-TRT" in the
 #: dashboard rows (the default vLLM build's runners are the bare "H200", "B200"); the
@@ -136,19 +145,18 @@ class InferenceMaxRowsAdapter(Adapter):
         framework = framework or suffix
         notes = [f"{framework or '?'} {precision or '?'}; TTFT/TPOT/E2EL are means over the run",
                  "TPUT per GPU is total (input+output) tokens/s ÷ TP"]
-        caveats = [spec_caveat(spec)] if spec else []
+        caveats: list[str | LateCaveat] = [spec_caveat(spec)] if spec else []
         _queued(ttft, shared["lowest_ttft"].get(_group(record)), notes)
         isl_cfg, osl_cfg = _lengths(shared["lengths"], caveats)
-        isl_exp, osl_exp = (None if n is None else expected_mean(n) for n in (isl_cfg, osl_cfg))
         implied = (len(notes), _implied_note(osl_cfg))  # said after the notes so far
         return build_run(
             ctx, self.format, index, metrics=_row_metrics(ttft, tpot, e2el_s, per_gpu),
             notes=notes, caveats=caveats, model=_model(record, ctx, notes),
             precision=str(precision) if precision else None,
             hardware=runner_gpu(record["Hardware"], notes), tp=tp, concurrency=conc,
-            isl_configured=isl_cfg, osl_configured=osl_cfg, derive=ROW_DERIVED,
+            isl_configured=isl_cfg, osl_configured=osl_cfg, range_ratio=RANGE_RATIO,
+            derive=ROW_DERIVED + (EXPECTED_LENGTHS if shared["lengths"] else ()),
             derive_notes=(implied,),
-            isl_expected=isl_exp, osl_expected=osl_exp,
             # the row's Framework as it says it ("VLLM", "TRT"), else its runner's suffix;
             # measured/setup maps it to an engine
             engine=str(framework).strip().lower() if framework else None,
@@ -204,22 +212,28 @@ def _group(row: dict) -> tuple:
     return (row.get("Hardware"), row.get("Framework"), row.get("Precision"), row.get("TP"))
 
 
-def _lengths(lengths, notes: list[str]) -> tuple[int | None, int | None]:
+def _lengths(lengths, caveats: list[str | LateCaveat]) -> tuple[int | None, int | None]:
+    """The configured lengths the directory name gives, with a caveat stating the expected
+    means the run is modelled at (a late one: they are cells)."""
     if lengths is None:
         return None, None
-    isl, osl, part = lengths
-    notes.append(
-        f"ISL/OSL {isl}/{osl} taken from the directory name '{part}' (the rows carry no "
-        f"lengths); InferenceMAX draws each in [{RANGE_RATIO:g}, 1] × nominal "
-        "(--random-range-ratio 0.8), so the run is modelled at the expected means "
-        f"{expected_mean(isl):g}/{expected_mean(osl):g}"
-    )
-    return isl, osl
+    caveats.append(LateCaveat("lengths_from_directory", lengths))
+    return lengths[0], lengths[1]
 
 
-def expected_mean(nominal: float) -> float:
-    """Mean length of a workload drawn in [RANGE_RATIO, 1] × nominal."""
-    return nominal * (1 + RANGE_RATIO) / 2
+def _lengths_from_directory(run: MeasuredRun, isl: int, osl: int, part: str) -> str | None:
+    if run.isl_expected is None or run.osl_expected is None or run.range_ratio is None:
+        return None
+    return (f"ISL/OSL {isl}/{osl} taken from the directory name '{part}' (the rows carry no "
+            f"lengths); InferenceMAX draws each in [{run.range_ratio:g}, 1] × nominal "
+            f"(--random-range-ratio {run.range_ratio:g}), so the run is modelled at the "
+            f"expected means {run.isl_expected:g}/{run.osl_expected:g}")
+
+
+#: The late caveats' checks (:class:`LateCaveat`) of the dashboard rows: the lengths a
+#: directory name gives, and the expected means (cells) the run is modelled at.
+LATE_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
+    {"lengths_from_directory": _lengths_from_directory})
 
 
 class InferenceMaxAggAdapter(Adapter):

@@ -10,17 +10,21 @@ SECONDS (``mean/median/std/p90/p99/p99.9_{ttft,tpot,itl,e2el}``); ``tput_per_gpu
 GPUs when disaggregated); ``input_tput_per_gpu`` likewise (÷ prefill GPUs); ``avg_power_w``
 (newer rows). Lengths are drawn uniformly in [0.8, 1.0] × the nominal ISL/OSL
 (``--random-range-ratio 0.8``): the rows record no measured lengths, so the expected mean,
-0.9 × nominal, is what the run is modelled at, and the caveat says so.
+0.9 × nominal (the cells ``measured_expected_isl``/``_osl``), is what the run is modelled
+at, and the caveat (a late one, :data:`LATE_CHECKS`) says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .base import (
     Adapter,
     Context,
     Document,
+    LateCaveat,
     MeasuredRun,
     RunRefused,
     build_run,
@@ -33,8 +37,7 @@ from .base import (
     total_from_per_gpu,
     tp_of,
 )
-from .inferencemax import RANGE_RATIO, runner_gpu, spec_caveat
-from .inferencemax import expected_mean as _mean
+from .inferencemax import EXPECTED_LENGTHS, RANGE_RATIO, runner_gpu, spec_caveat
 
 DEFINITIONS = {
     "ttft": "time to first token, per request (InferenceX benchmark_serving)",
@@ -79,7 +82,8 @@ class InferenceXRowsAdapter(Adapter):
                 None, deploy["gpus"]):
             notes.append(f"num_decode_gpu {record['num_decode_gpu']} on a single-node row is an "
                          f"API-side field; decode_tp {deploy['gpus']} is the GPU count used")
-        caveats = [_disagg_caveat(deploy)] if deploy["disaggregated"] else []
+        caveats: list[str | LateCaveat] = (
+            [_disagg_caveat(deploy)] if deploy["disaggregated"] else [])
         gpus = deploy["gpus"]
         _throughputs(raw, metrics, deploy)
         power = number(raw, "avg_power_w", required=False)
@@ -89,10 +93,7 @@ class InferenceXRowsAdapter(Adapter):
         if spec != "none":
             caveats.append(spec_caveat(spec))
         isl, osl = (number(record, k) for k in ("isl", "osl"))
-        caveats.append(
-            f"ISL/OSL: random in [{RANGE_RATIO:g}, 1] × {fmt_num(isl)}/{fmt_num(osl)} "
-            "(--random-range-ratio 0.8); the rows record no measured lengths, so the run is "
-            f"modelled at the expected means {fmt_num(_mean(isl))}/{fmt_num(_mean(osl))}")
+        caveats.append(LateCaveat("random_range", (isl, osl)))
         framework = str(record["framework"])
         model = record.get("model")
         precision = record.get("precision")
@@ -104,11 +105,11 @@ class InferenceXRowsAdapter(Adapter):
             precision=str(precision) if precision else None,
             hardware=_hardware(record["hardware"], notes),
             tp=deploy["decode_tp"], concurrency=concurrency_of(record["conc"], "conc"),
-            isl_configured=isl, osl_configured=osl,
-            isl_expected=_mean(isl), osl_expected=_mean(osl),
+            isl_configured=isl, osl_configured=osl, range_ratio=RANGE_RATIO,
             engine=ENGINES.get(framework.lower(), framework.lower()),
             engine_build=str(record["image"]) if record.get("image") else None,
-            spec_decoding=spec, gpus=gpus, derive=(total_from_per_gpu("tput_per_gpu", gpus),),
+            spec_decoding=spec, gpus=gpus,
+            derive=(total_from_per_gpu("tput_per_gpu", gpus), *EXPECTED_LENGTHS),
             ep=deploy["decode_ep"], dp_attention=deploy["decode_dp_attention"],
             **{k: deploy[k] for k in ("disaggregated", "prefill_gpus", "decode_gpus",
                                       "prefill_tp", "decode_tp", "prefill_ep", "decode_ep")},
@@ -174,3 +175,18 @@ def _throughputs(raw: dict, metrics: dict, d: dict[str, Any]) -> None:
             over = f"{d[pool + '_gpus']} {pool} GPUs" if split else f"{gpus} GPUs"
             put(metrics, base, "mean", value, "token/s",
                 f"{'output' if pool == 'decode' else 'input'} tokens / s ÷ {over}")
+
+
+def _random_range(run: MeasuredRun, isl: float, osl: float) -> str | None:
+    if run.isl_expected is None or run.osl_expected is None or run.range_ratio is None:
+        return None
+    return (f"ISL/OSL: random in [{run.range_ratio:g}, 1] × {fmt_num(isl)}/{fmt_num(osl)} "
+            f"(--random-range-ratio {run.range_ratio:g}); the rows record no measured lengths, "
+            "so the run is modelled at the expected means "
+            f"{fmt_num(run.isl_expected)}/{fmt_num(run.osl_expected)}")
+
+
+#: The late caveats' checks (:class:`LateCaveat`) of the rows: the configured random range
+#: and the expected means (cells) the run is modelled at.
+LATE_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
+    {"random_range": _random_range})

@@ -43,12 +43,12 @@ class PerRequest:
 
 @dataclass(frozen=True)
 class LateCaveat:
-    """A caveat that needs a derived value (the achieved request rate, the measured mean
-    lengths): the reader names its check (``adapters.CAVEAT_CHECKS``) and gives the file's
-    side of it (``args``); ``perfgraph.measured.derived`` runs the check on the derived run
-    and puts a caveat it returns where the reader put the check among its caveats
-    (``caveat_at``) and notes (``note_at``: both count the caveats kept before it, not the
-    late ones; ``build_run`` sets them)."""
+    """A caveat that needs a derived value (the achieved request rate, the measured or
+    expected mean lengths): the reader names its check (``adapters.CAVEAT_CHECKS``) and
+    gives the file's side of it (``args``); ``perfgraph.measured.derived`` runs the check on
+    the derived run and puts a caveat it returns where the reader put the check among its
+    caveats (``caveat_at``) and notes (``note_at``: both count the caveats kept before it,
+    not the late ones; ``build_run`` sets them)."""
 
     check: str
     args: tuple[Any, ...] = ()
@@ -91,9 +91,14 @@ class MeasuredRun:
     #: per chunk, measured vs configured lengths …); also in ``notes``. Shown by every output.
     caveats: tuple[str, ...] = ()
     #: the mean lengths a configured random range implies where the file records no measured
-    #: ones (InferenceX draws each length uniformly in [0.8, 1.0] × nominal: mean 0.9 × nominal)
+    #: ones (InferenceX draws each length uniformly in [0.8, 1.0] × nominal: mean 0.9 × nominal),
+    #: the cells ``measured_expected_isl``/``_osl``; set by ``perfgraph.measured.derived``
+    #: where ``derive`` names them, never by a reader
     isl_expected: float | None = None
     osl_expected: float | None = None
+    #: the low end of the uniform range the run's client draws each length from, as a share
+    #: of the configured length (``--random-range-ratio``; the cell ``measured_range_ratio``)
+    range_ratio: float | None = None
     #: the serving engine as the file names it, normalised (vllm, sglang, trtllm, atom …)
     engine: str | None = None
     #: the engine build the run served with, as the file names it (InferenceX: the container
@@ -117,8 +122,9 @@ class MeasuredRun:
     per_request: PerRequest | None = field(default=None, repr=False)
     #: what the file leaves to the sheet's cells (``perfgraph.measured.derived``): (quantity,
     #: how the file leads to it) for ``request_throughput``, ``e2el``, ``osl_implied``,
-    #: ``output_per_request``, the rates of its totals, and ``isl_measured``/``osl_measured``
-    #: (its token totals ÷ ``completed``: ``isl``/``osl`` are set from them once derived)
+    #: ``output_per_request``, the rates of its totals, ``isl_measured``/``osl_measured``
+    #: (its token totals ÷ ``completed``) and ``isl_expected``/``osl_expected`` (the mean of its
+    #: configured random range): ``isl``/``osl`` are set from them once derived
     derive: tuple[tuple[str, str], ...] = ()
     #: notes stating derived values: (where among ``notes`` it goes, a template such as
     #: ``"… = {in_flight:.1f} …"``) that ``perfgraph.measured.derived`` fills in and puts there

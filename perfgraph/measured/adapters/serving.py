@@ -8,7 +8,7 @@ order of its notes and caveats and of the checks that may refuse the run.
 
 The mean lengths (token totals ÷ ``completed``) are cells (``measured_mean_isl``,
 ``measured_mean_osl``): the run lists them in its ``derive``, and the caveats that need them
-or the achieved request rate are late ones (:data:`CAVEAT_CHECKS`), checked once the run is
+or the achieved request rate are late ones (:data:`LATE_CHECKS`), checked once the run is
 derived.
 """
 
@@ -179,5 +179,5 @@ def _lengths(run: MeasuredRun, isl_cfg: float | None, osl_cfg: float | None,
 #: The late caveats' checks (:class:`LateCaveat`), each on the derived run with the file's
 #: side of it: the configured request rate against the achieved one, the configured lengths
 #: against the measured means.
-CAVEAT_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
+LATE_CHECKS: Mapping[str, Callable[..., str | None]] = MappingProxyType(
     {"pacing": _pacing, "lengths": _lengths})
