@@ -156,3 +156,34 @@ def test_measured_output_per_request_is_output_over_request_rate() -> None:
     sheet.set("measured_request_throughput", "0.1665694338410722 request/s")
     assert sheet.magnitude("measured_output_per_request", "token") == pytest.approx(
         899.0882, abs=1e-4)
+
+
+def test_expected_mean_lengths_are_the_middle_of_the_random_range() -> None:
+    # InferenceX's 8k1k rows: --random-range-ratio 0.8 draws in [0.8, 1] × 8192/1024, so the
+    # means are 8192 × 1.8 ÷ 2 = 7372.8 and 1024 × 1.8 ÷ 2 = 921.6
+    sheet = load(ScenarioSpec()).sheet
+    sheet.set("measured_range_ratio", "0.8")
+    sheet.set("measured_configured_isl", "8192 token")
+    sheet.set("measured_configured_osl", "1024 token")
+    assert sheet.magnitude("measured_expected_isl", "token") == pytest.approx(7372.8)
+    assert sheet.magnitude("measured_expected_osl", "token") == pytest.approx(921.6)
+    sheet.set("measured_range_ratio", "0")  # vLLM's [0, 1] × nominal: half the nominal
+    assert sheet.magnitude("measured_expected_isl", "token") == pytest.approx(4096.0)
+
+
+def test_unpinned_the_expected_lengths_are_the_models_own() -> None:
+    # range ratio 1: every request at its configured length, which is the model's ISL/OSL
+    sheet = load(ScenarioSpec(sets=(("isl", "2000"), ("osl", "300")))).sheet
+    assert sheet.magnitude("measured_range_ratio") == 1
+    assert sheet.magnitude("measured_configured_isl", "token") == 2000
+    assert sheet.magnitude("measured_configured_osl", "token") == 300
+    assert sheet.magnitude("measured_expected_isl", "token") == 2000
+    assert sheet.magnitude("measured_expected_osl", "token") == 300
+
+
+def test_explain_shows_the_expected_mean_isl(capsys) -> None:
+    assert main(["explain", "measured_expected_isl", "--set", "measured_range_ratio=0.8",
+                 "--set", "measured_configured_isl=1024 token"]) == 0
+    out = capsys.readouterr().out
+    assert "measured_configured_isl * (1 + measured_range_ratio) / 2" in out
+    assert "921.6" in out

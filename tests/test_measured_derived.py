@@ -161,3 +161,41 @@ def test_late_caveats_read_the_derived_values_in_the_readers_order() -> None:
     # a check that finds nothing leaves the next one where the reader put it
     (got,) = derive_runs(None, [dataclasses.replace(run, tokens_in=10_500.0)])  # 1050: < 5%
     assert got.caveats == (pacing,) and got.notes == ("the reader's note", pacing)
+
+
+EXPECTED = (("isl_expected", "configured × (1 + ratio) ÷ 2"),
+            ("osl_expected", "configured × (1 + ratio) ÷ 2"))
+
+
+def test_expected_lengths_are_the_middle_of_the_configured_range() -> None:
+    run = dataclasses.replace(_run({"ttft": 100.0, "tpot": 10.0}, derive=(
+        *EXPECTED, ("e2el", "TTFT + (OSL − 1) × TPOT"))), isl=None, osl=None,
+        isl_configured=2000.0, osl_configured=500.0, range_ratio=0.5)
+    (got,) = derive_runs(None, [run])
+    # [0.5, 1] × 2000/500: means 2000 × 1.5 ÷ 2 = 1500 and 500 × 1.5 ÷ 2 = 375
+    assert (got.isl, got.osl) == (pytest.approx(1500.0), pytest.approx(375.0))
+    assert (got.isl_expected, got.osl_expected) == (got.isl, got.osl)
+    assert got.isl_measured is None and got.osl_measured is None
+    assert got.metrics["e2el"].value == pytest.approx(100 + 374 * 10)  # reads the mean OSL
+    # without a range no length is made up (never the model's)
+    (got,) = derive_runs(None, [dataclasses.replace(run, range_ratio=None)])
+    assert got.isl is None and got.osl is None and got.isl_expected is None
+
+
+def test_a_range_caveat_states_the_derived_means() -> None:
+    late = (LateCaveat("random_range", (8192.0, 1024.0), note_at=1, caveat_at=0),)
+    run = dataclasses.replace(_run({}, derive=EXPECTED), isl=None, osl=None,
+                              isl_configured=8192.0, osl_configured=1024.0, range_ratio=0.8,
+                              late_caveats=late)
+    (got,) = derive_runs(None, [run])
+    said = ("ISL/OSL: random in [0.8, 1] × 8192/1024 (--random-range-ratio 0.8); the rows "
+            "record no measured lengths, so the run is modelled at the expected means "
+            "7372.8/921.6")  # 8192 × 0.9, 1024 × 0.9
+    assert got.caveats == (said,) and got.notes == ("the reader's note", said)
+    late = (LateCaveat("lengths_from_directory", (1024, 1024, "1k1k"), note_at=1),)
+    (got,) = derive_runs(None, [dataclasses.replace(
+        run, isl_configured=1024.0, osl_configured=1024.0, late_caveats=late)])
+    assert got.caveats == (
+        "ISL/OSL 1024/1024 taken from the directory name '1k1k' (the rows carry no "
+        "lengths); InferenceMAX draws each in [0.8, 1] × nominal (--random-range-ratio 0.8), "
+        "so the run is modelled at the expected means 921.6/921.6",)
