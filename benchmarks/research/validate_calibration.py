@@ -13,7 +13,11 @@ one GPU, test on another of the same vendor. The InferenceX DeepSeek-R1 rows (``
 hardware × engine × precision of the aggregated file) have 2-4 runs an ISL/OSL, so their
 workload splits hold one ISL/OSL out and fit the other two; they are modelled with the launch
 flags InferenceX's scripts gave them (``HARNESS``), and their precision splits fit the FP8 rows
-and hold the FP4 ones. The error per metric is the median (and the
+and hold the FP4 ones. Their MTP rows (``IX_MTP``: the same runs speculating with
+DeepSeek's MTP module) go with them in the workload, model and profile fits, which then fit
+the acceptance ``spec_alpha``; the "spec" splits fit a hardware × engine × precision without
+its MTP rows and hold them (the acceptance at its default), and the MTP table gives the MTP
+runs' own error per split. The error per metric is the median (and the
 90th percentile) of |model − measured| / measured over the held-out runs, for the roofline
 (the sheet as shipped) and for the calibrated model. The files are the project's own
 (tests/data/measured/, provenance in its PROVENANCE.md); the figures go into
@@ -87,6 +91,9 @@ SCRIPT = SELF.relative_to(ROOT).as_posix()
 IMAX = DATA / "inferencemax_llama70b_fp8"
 #: InferenceX DeepSeek-R1-0528 rows, aggregated and without MTP (PROVENANCE.md)
 IX = DATA / "inferencex_dsr1" / "aggregated" / "benchmarks.json"
+#: the aggregated rows that speculated with MTP (spec_method "mtp"; PROVENANCE.md): each
+#: modelled with spec_k = mtp_draft_tokens and one MTP layer a draft (perfgraph.measured.setup)
+IX_MTP = DATA / "inferencex_dsr1" / "aggregated_mtp" / "benchmarks.json"
 SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 
 #: InferenceX's launch flags for DeepSeek-R1 FP8, as the cells they set (the runs do not record
@@ -94,50 +101,99 @@ SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 #: 1fc5d73cdd31c7fbdd657f3c7e5ec2180f4b0598; B200 TensorRT-LLM at
 #: 0a919c5f81cec20c030d748c813de41c8c415db1).
 #: The rows span several dates whose scripts differed; these are the scripts of that commit.
+#: The MTP rows (IX_MTP) run the same hardware × engine × precision with the draft count of
+#: their own script, ``mtp_draft_tokens`` below (a run that does not speculate ignores it;
+#: setup gives an MTP run spec_k = mtp_draft_tokens), and where their script's other flags
+#: differ, a formula on spec_k says so. SGLang drafts --speculative-num-steps tokens a step
+#: (--speculative-eagle-topk 1, --speculative-num-draft-tokens = steps + 1); TensorRT-LLM
+#: num_nextn_predict_layers (its one MTP module run that many times); ATOM
+#: --num-speculative-tokens.
 HARNESS: dict[tuple[str, str, str], tuple[tuple[str, str], ...]] = {
     # --kv-cache-dtype fp8_e4m3; --mem-fraction-static 0.82 at TP8, 0.95 at TP4;
     # --chunked-prefill-size 32768 at TP8, 8192 at TP4; --scheduler-recv-interval 30 at TP8
     # from concurrency 16, else 10
+    # MTP: benchmarks/dsr1_fp8_b200_mtp.sh at 574bcd355b7a5e75676a11b652ec55dcc4edf5e4:
+    # --speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3
+    # --speculative-eagle-topk 1, TP8 only, the TP8 flags above (benchmarks/single_node/
+    # dsr1_fp8_b200_mtp.sh at 285b6628b8b141d1eb614cb8c6d8773f882d7d9f: the same 2/3/1, chunks
+    # of 16384, not modelled)
     ("b200", "sglang", "fp8"): (("kv_bytes", "1"),
                                 ("kv_memory_fraction", "0.95 if tp == 4 else 0.82"),
                                 ("max_num_batched_tokens",
                                  "8192 * token if tp == 4 else 32768 * token"),
                                 ("scheduler_recv_interval",
-                                 "30 if tp == 8 and concurrency >= 16 else 10")),
+                                 "30 if tp == 8 and concurrency >= 16 else 10"),
+                                ("mtp_draft_tokens", "2")),
     # KV dtype auto (BF16, the engine's rule); --mem-fraction-static 0.82;
     # --chunked-prefill-size 32768
+    # MTP: no H200 SGLang MTP script in SemiAnalysisAI/InferenceX as stored; the fork
+    # lishuoshuo-amd/InferenceX benchmarks/single_node/dsr1_fp8_h200_mtp.sh at
+    # ae7e2418a6a03d6169cb776e2622f1d882c5af63 ("mirrors dsr1_fp8_h200.sh and adds the
+    # speculative-* flags from dsr1_fp8_b200_mtp.sh"): EAGLE, 2 steps, 3 draft tokens, top-k 1,
+    # the flags above
     ("h200", "sglang", "fp8"): (("kv_memory_fraction", "0.82"),
-                                ("max_num_batched_tokens", "32768 * token")),
+                                ("max_num_batched_tokens", "32768 * token"),
+                                ("mtp_draft_tokens", "2")),
     # kv_cache_config dtype fp8 (the engine's rule for an FP8 checkpoint),
     # free_gpu_memory_fraction 0.8 (0.75 at TP4 8k/1k, one row); max_num_tokens 8192 at
     # 1k ISL, ISL + conc + 64 rounded up to 64 at 8k (8.3k: 1.5% more, not modelled)
-    ("b200", "trtllm", "fp8"): (("kv_memory_fraction", "0.8"),),
-    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75
-    ("h200", "trtllm", "fp8"): (("kv_memory_fraction", "0.75"),),
+    # MTP: benchmarks/dsr1_fp8_b200_trt_mtp.sh at 111f0312c13b4c3cca0dd365f6db4c017048f0d3:
+    # speculative_config decoding_type MTP, num_nextn_predict_layers 1 with DP attention, else
+    # 3; free_gpu_memory_fraction 0.8
+    ("b200", "trtllm", "fp8"): (("kv_memory_fraction", "0.8"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
+    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75; MTP:
+    # benchmarks/dsr1_fp8_h200_trt_mtp.sh at 1fc5d73cdd31c7fbdd657f3c7e5ec2180f4b0598, the same
+    # rule (1 with DP attention, else 3), free_gpu_memory_fraction 0.75
+    ("h200", "trtllm", "fp8"): (("kv_memory_fraction", "0.75"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
     # KV dtype auto (BF16); --mem-fraction-static 0.8; --chunked-prefill-size 196608;
     # --num-continuous-decode-steps 4 (it polls for new requests every 4 decode steps)
+    # MTP: benchmarks/single_node/dsr1_fp8_mi355x_mtp.sh at
+    # ba8d7d02ddf6af63f84c282bfa5444030ca41c31: EAGLE, 3 steps, top-k 1, 4 draft tokens, and
+    # unlike the runs without MTP --kv-cache-dtype fp8_e4m3 and --num-continuous-decode-steps
+    # 8 (its first version, benchmarks/dsr1_fp8_mi355x_mtp.sh at
+    # 7a7868215eb1b70015f90a81a796ad3489066158, gave EAGLE alone: SGLang's DeepSeek default
+    # is the same 3 steps)
     ("mi355x", "sglang", "fp8"): (("kv_memory_fraction", "0.8"),
                                   ("max_num_batched_tokens", "196608 * token"),
-                                  ("scheduler_recv_interval", "4")),
-    # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults
-    ("mi355x", "atom", "fp8"): (("kv_bytes", "1"),),
+                                  ("scheduler_recv_interval", "8 if spec_k > 0 else 4"),
+                                  ("kv_bytes", "1 * B if spec_k > 0 else activation_bytes"),
+                                  ("mtp_draft_tokens", "3")),
+    # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults. MTP:
+    # benchmarks/dsr1_fp8_mi355x_atom_mtp.sh at 6da3382bd8a39d10976c32b3ceb832545325b0c7
+    # (and benchmarks/single_node/ at 14b2d763c9a8bc4f506428bb9029ac6d5c4d2ced): --method mtp
+    # without --num-speculative-tokens, ATOM's default 1 (engines/atom.toml)
+    ("mi355x", "atom", "fp8"): (("kv_bytes", "1"), ("mtp_draft_tokens", "1")),
     # FP4 (dsr1_fp4_<gpu>[_trt|_atom].sh, same commit; TensorRT-LLM FP4 at
     # 111f0312c13b4c3cca0dd365f6db4c017048f0d3, ATOM FP4 at
     # c6b96dd0f880da4e11f68d2085e9ababa8d1ba63). B200 SGLang: --kv-cache-dtype fp8_e4m3,
     # --mem-fraction-static 0.85, --chunked-prefill-size 16384,
     # --scheduler-recv-interval 30 from 16 users, else 10
+    # MTP: benchmarks/dsr1_fp4_b200_mtp.sh at 28cc621e90dd7da8139b1acc416ee50d1819c28d: EAGLE,
+    # 2 steps, 3 draft tokens, top-k 1, the flags above
     ("b200", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.85"),
                                 ("max_num_batched_tokens", "16384 * token"),
-                                ("scheduler_recv_interval", "30 if concurrency >= 16 else 10")),
-    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8
-    ("b200", "trtllm", "fp4"): (("kv_memory_fraction", "0.8"),),
+                                ("scheduler_recv_interval", "30 if concurrency >= 16 else 10"),
+                                ("mtp_draft_tokens", "2")),
+    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8; MTP:
+    # benchmarks/dsr1_fp4_b200_trt_mtp.sh at 13dd0c2a01b8e11c5c1120f4d2158b2eed32bb1b: 1 with
+    # DP attention, else 3
+    ("b200", "trtllm", "fp4"): (("kv_memory_fraction", "0.8"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
     # --kv-cache-dtype fp8_e4m3, --mem-fraction-static 0.8, chunks 196608 (32768 at 8k/1k
     # above 32 users), 4 decode steps between polls
+    # MTP: no MI355X FP4 SGLang MTP script in SemiAnalysisAI/InferenceX as stored; the fork
+    # lishuoshuo-amd/InferenceX benchmarks/single_node/dsr1_fp4_mi355x_mtp.sh at
+    # ae7e2418a6a03d6169cb776e2622f1d882c5af63: EAGLE, 3 steps, top-k 1, 4 draft tokens, the
+    # flags above
     ("mi355x", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.8"),
                                   ("max_num_batched_tokens", "32768 * token if isl > 4096 * token "
                                    "and concurrency > 32 else 196608 * token"),
-                                  ("scheduler_recv_interval", "4")),
-    ("mi355x", "atom", "fp4"): (("kv_bytes", "1"),),
+                                  ("scheduler_recv_interval", "4"), ("mtp_draft_tokens", "3")),
+    # MTP: benchmarks/dsr1_fp4_mi355x_atom_mtp.sh at bc11f9a406044a3931a51cf2e20732d37b2119b2:
+    # --method mtp, ATOM's default 1 draft
+    ("mi355x", "atom", "fp4"): (("kv_bytes", "1"), ("mtp_draft_tokens", "1")),
 }
 
 
@@ -277,17 +333,24 @@ def _shape(shape: tuple[int, int]) -> str:
     return f"{shape[0] // 1024}k/{shape[1] // 1024}k"
 
 
+def _with_mtp(rows: Rows) -> tuple[Rows, Rows]:
+    """The rows and their MTP rows (IX_MTP), served with the same launch flags: fitted
+    together, the MTP rows fit the acceptance spec_alpha."""
+    return rows, replace(rows, path=IX_MTP)
+
+
 def _workload_splits(hardware: str, engine: str) -> tuple[Split, ...]:
     """Hold one ISL/OSL of a hardware × engine out and fit on the other two: the rows have
     2-4 concurrency points per ISL/OSL, and one ISL/OSL's 6-12 values (less the TTFTs of
-    runs that queued) do not fix the 9 targets."""
+    runs that queued) do not fix the 9 targets. The MTP rows of each ISL/OSL go with it."""
     out = []
     for shape in SHAPES:
-        held = Rows(hardware, engine, shape=shape)
-        fit = tuple(Rows(hardware, engine, shape=s) for s in SHAPES if s != shape)
+        held = _with_mtp(Rows(hardware, engine, shape=shape))
+        fit = tuple(r for s in SHAPES if s != shape
+                    for r in _with_mtp(Rows(hardware, engine, shape=s)))
         fitted = " + ".join(_shape(s) for s in SHAPES if s != shape)
-        out.append(Split(f"{_label(held)}: fit {fitted}, hold {_shape(shape)}", "workload",
-                         fit, (held,)))
+        out.append(Split(f"{_label(held[0])}: fit {fitted}, hold {_shape(shape)}", "workload",
+                         fit, held))
     return tuple(out)
 
 
@@ -307,6 +370,15 @@ IX_PRECISION_SPLITS = tuple(
     Split(f"{_label(Rows(h, e)).rsplit(' ', 1)[0]}: fit FP8, hold FP4", "precision", (Rows(h, e),),
           (Rows(h, e, "fp4"),))
     for h, e in (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom")))
+#: Fit the rows of a hardware × engine × precision that do not speculate, hold its MTP rows:
+#: what a profile fitted without MTP says of MTP, the acceptance held at its documented
+#: default (the sheet's spec_alpha; no fitted run speculates, so it is not fitted)
+SPEC_SPLITS = tuple(
+    Split(f"{_label(Rows(h, e, p))}: fit without MTP, hold MTP", "spec", (Rows(h, e, p),),
+          (Rows(h, e, p, path=IX_MTP),), pair=(h, e))
+    for p, pairs in (("fp8", IX_PAIRS), ("fp4", (("b200", "sglang"), ("b200", "trtllm"),
+                                                  ("mi355x", "sglang"), ("mi355x", "atom"))))
+    for h, e in pairs)
 
 
 #: Files of a second model on a hardware × engine the profiles cover (PROVENANCE.md): the
@@ -323,10 +395,10 @@ MODEL_SPLITS = (
     Split("H100 vLLM: fit Llama-3.3-70B, hold Llama-3.1-8B", "model",
           (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"), (LAMBDA,),
           pair=("h100-sxm", "vllm")),
-    Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model", (Rows("h200", "sglang"),),
-          (DATACRUNCH,), pair=("h200", "sglang")),
+    Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model",
+          _with_mtp(Rows("h200", "sglang")), (DATACRUNCH,), pair=("h200", "sglang")),
     Split("H200 SGLang: fit Llama-3.3-70B, hold DeepSeek-R1", "model", (DATACRUNCH,),
-          (Rows("h200", "sglang"),), pair=("h200", "sglang")),
+          _with_mtp(Rows("h200", "sglang")), pair=("h200", "sglang")),
 )
 #: NVIDIA's TensorRT-LLM tables (PROVENANCE.md): the online-serving table (TensorRT-LLM 0.14,
 #: BF16, Poisson rates; Llama-3.1 8B TP1 and 70B TP4) beside the InferenceX DeepSeek-R1 rows
@@ -348,15 +420,15 @@ def _online(gpu: str, *models: str) -> File:
 
 TRT_SPLITS = (
     Split("H200 TensorRT-LLM: fit DeepSeek-R1 (1.1+, FP8), hold Llama-3.1 8B + 70B (0.14, BF16)",
-          "model", (Rows("h200", "trtllm"),), (_online("H200"),),
+          "model", _with_mtp(Rows("h200", "trtllm")), (_online("H200"),),
           pair=("h200", "trtllm")),
     Split("H200 TensorRT-LLM: fit Llama-3.1 8B + 70B (0.14, BF16), hold DeepSeek-R1 (1.1+, FP8)",
-          "model", (_online("H200"),), (Rows("h200", "trtllm"),),
+          "model", (_online("H200"),), _with_mtp(Rows("h200", "trtllm")),
           pair=("h200", "trtllm")),
     # the joint profile's own: DeepSeek-R1 and one Llama fitted together, the other held
     *(Split(f"H200 TensorRT-LLM: fit DeepSeek-R1 + Llama-3.1-{fit.upper()}, hold "
             f"Llama-3.1-{held.upper()}", "model",
-            (Rows("h200", "trtllm"), _online("H200", f"llama-3.1-{fit}")),
+            (*_with_mtp(Rows("h200", "trtllm")), _online("H200", f"llama-3.1-{fit}")),
             (_online("H200", f"llama-3.1-{held}"),),
             pair=("h200", "trtllm"))
       for fit, held in (("70b", "8b"), ("8b", "70b"))),
@@ -403,6 +475,7 @@ SPLITS = (
     *(s for hardware, engine in IX_PAIRS for s in _workload_splits(hardware, engine)),
     *IX_GPU_SPLITS,
     *IX_PRECISION_SPLITS,
+    *SPEC_SPLITS,
 )
 
 
@@ -421,12 +494,13 @@ class Profile:
 
 
 def _ix_profile(hardware: str, engine: str, version: str) -> Profile:
-    """A profile fitted on every FP8 row of one hardware × engine; its held-out error the
-    worst of its workload splits and of the GPU split fitted on it."""
+    """A profile fitted on every FP8 row of one hardware × engine, its MTP rows with them
+    (the acceptance fitted); its held-out error the worst of its workload splits and of the
+    GPU split fitted on it."""
     rows = Rows(hardware, engine)
     splits = [s.name for s in _workload_splits(hardware, engine)]
     splits += [s.name for s in IX_GPU_SPLITS if s.fit == (rows,)]
-    return Profile(hardware, engine, version, (rows,), tuple(splits))
+    return Profile(hardware, engine, version, _with_mtp(rows), tuple(splits))
 
 
 PROFILES = (
@@ -443,14 +517,14 @@ PROFILES = (
     replace(_ix_profile("h200", "sglang", "SGLang v0.5.9-v0.5.12 (lmsysorg/sglang cu130 images; "
                         "InferenceX rows Mar-May 2026), with DataCrunch's Llama-3.3-70B BF16 "
                         "TP4 runs (SGLang ~v0.3-0.4, another build)"),
-            files=(Rows("h200", "sglang"), DATACRUNCH)),
+            files=(*_with_mtp(Rows("h200", "sglang")), DATACRUNCH)),
     _ix_profile("b200", "trtllm", "TensorRT-LLM 1.1.0rc2.post2-1.3.0rc14 (nvcr.io release "
                 "images; InferenceX rows Dec 2025-May 2026)"),
     replace(_ix_profile("h200", "trtllm", "TensorRT-LLM 1.1.0rc2.post2-1.3.0rc14 (nvcr.io "
                         "release images; InferenceX rows Nov 2025-May 2026), with NVIDIA's "
                         "TensorRT-LLM 0.14.0 online table (Llama-3.1 8B TP1 and 70B TP4, BF16; "
                         "another build)"),
-            files=(Rows("h200", "trtllm"), _online("H200"))),
+            files=(*_with_mtp(Rows("h200", "trtllm")), _online("H200"))),
     _ix_profile("mi355x", "sglang", "SGLang v0.5.9-v0.5.12 (lmsysorg/sglang rocm700-mi35x "
                 "images; InferenceX rows Mar-May 2026)"),
     _ix_profile("mi355x", "atom", "ATOM 0.1.1 (rocm7.1.1) and the 2026-05-11 build (rocm7.2.3) "
@@ -657,7 +731,8 @@ TARGETS: dict[str, dict[str, float]] = {
 }
 KINDS = {"workload": "fit on some ISL/OSL, hold another", "gpu": "fit on one GPU, hold another",
          "precision": "fit FP8, hold FP4", "model": "fit on one model, hold another",
-         "build": "fit on other engine builds, hold one"}
+         "build": "fit on other engine builds, hold one",
+         "spec": "fit without MTP, hold MTP (acceptance at its default)"}
 
 
 DATASETS = ("InferenceMAX Llama-3.3-70B FP8, vLLM", "InferenceX DeepSeek-R1-0528",
@@ -822,6 +897,54 @@ def runs_markdown(fits: list[tuple[Split, Fit]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _is_mtp(c: Comparison) -> bool:
+    return (c.run.spec_decoding or "none").lower() == "mtp"
+
+
+def mtp_rows(fits: list[tuple[Split, Fit]]) -> list[dict]:
+    """Per split that holds MTP runs out: the acceptance its fit gave (None: held at the
+    sheet's default, no fitted run speculating), the MTP runs it fitted and held, and the
+    held-out MTP runs' median |model − measured| / measured alone, roofline and calibrated."""
+    out = []
+    for split, fit in fits:
+        held = [c for c in fit.held_out_runs if _is_mtp(c)]
+        if not held:
+            continue
+        base = Baseline.from_spec(_spec(split.held, split.sets))
+        row: dict = {"split": split.name, "kind": split.kind, "pair": split.pair,
+                     "spec_alpha": fit.values.get("spec_alpha"),
+                     "default_alpha": base.sheet.magnitude("spec_alpha") if base.sheet else None,
+                     "fitted_mtp_runs": sum(_is_mtp(c) for c in fit.fitted_runs),
+                     "runs": len(held)}
+        for key, values in (("roofline", {}), ("median", fit.values)):
+            got = [g for _, g in per_run(base, held, values)]
+            for m in FIT_METRICS:
+                errors = [abs(g[m][0] / g[m][1] - 1) for g in got if m in g
+                          and math.isfinite(g[m][0])]
+                row.setdefault(m, {})[key] = float(np.median(errors)) if errors else None
+        out.append(row)
+    return out
+
+
+def mtp_markdown(table: list[dict]) -> str:
+    """The MTP runs alone, split by split: the acceptance used and their held-out error."""
+    if not table:
+        return ""
+    lines = ["", "MTP runs held out (spec_decoding mtp, spec_k = the draft count their launch "
+             "script gives): the acceptance spec_alpha the split's fit used (fitted on its MTP "
+             "runs, or the sheet's default where it fitted none), and the MTP runs' median "
+             "error alone (roofline → calibrated).", "",
+             "| split | MTP runs fitted / held | spec_alpha | TTFT | TPOT | throughput |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in table:
+        alpha = f"{r['spec_alpha']:.3f} fitted" if r["spec_alpha"] is not None else \
+            f"{r['default_alpha']:g} (default)"
+        cells = [f"{_pct(r[m]['roofline'])} → {_pct(r[m]['median'])}" for m in FIT_METRICS]
+        lines.append(f"| {r['split']} | {r['fitted_mtp_runs']} / {r['runs']} | {alpha} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def saved(path: str) -> dict:
     """The ``--json`` output of an earlier run (``--coverage-from``): its splits' rows, each
     with its hardware × engine pair (an older file may lack it: taken from the splits)."""
@@ -831,7 +954,7 @@ def saved(path: str) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SystemExit(f"--coverage-from {path}: not this script's --json output "
                          f"({exc})") from None
-    every = (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
+    every = (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())  # SPLITS holds SPEC_SPLITS
     pairs = {s.name: s.pair for s in every}
     for row in table:
         row.setdefault("pair", pairs.get(row["split"]))
@@ -848,7 +971,7 @@ def main() -> int:
                              "runs and the splits, leaving their fitted values as they are")
     parser.add_argument("--only", metavar="SUBSTRING", action="append",
                         help="only the splits whose name or kind (workload, gpu, precision, "
-                             "model, build) holds SUBSTRING; repeat for several (while "
+                             "model, build, spec) holds SUBSTRING; repeat for several (while "
                              "iterating: the pooled figures and bands are then of those alone)")
     parser.add_argument("--runs", action="store_true",
                         help="also print, per split, each held-out run: model and measured "
@@ -869,6 +992,7 @@ def main() -> int:
                              "--runs nor --only")
         doc = saved(args.coverage_from)
         table, summary, fits = doc["splits"], doc["pooled"], None
+        mtp = doc.get("mtp", [])
     else:
         chosen = [s for s in (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *build_splits())
                   if args.only is None or any(o in s.name or o == s.kind for o in args.only)]
@@ -877,7 +1001,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         fits = [(s, run_split(s)) for s in chosen]
-        table, summary = rows(fits), pooled(fits)
+        table, summary, mtp = rows(fits), pooled(fits), mtp_rows(fits)
     if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits or ()}
         for profile in PROFILES:
@@ -885,10 +1009,10 @@ def main() -> int:
                 write_domain(profile, table)
             print(f"wrote {path}", file=sys.stderr)
     covered = coverage(table)
-    sys.stdout.write(json.dumps({"splits": table, "pooled": summary, "coverage": covered},
-                                indent=2) + "\n"
+    sys.stdout.write(json.dumps({"splits": table, "pooled": summary, "coverage": covered,
+                                 "mtp": mtp}, indent=2) + "\n"
                      if args.json else markdown(table) + pooled_markdown(summary)
-                     + coverage_markdown(covered) + bounds_markdown(table))
+                     + coverage_markdown(covered) + bounds_markdown(table) + mtp_markdown(mtp))
     if args.runs and fits:
         sys.stdout.write(runs_markdown(fits))
     return 0
