@@ -13,6 +13,7 @@ import pytest
 from perfgraph.measured.adapters import read_runs
 from perfgraph.measured.calibration import calibrate
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, setup_run
+from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.loading import ScenarioSpec, load
 
 DATA = Path(__file__).parent / "data" / "measured"
@@ -121,3 +122,7 @@ def test_the_acceptance_is_fitted_on_runs_that_speculate(runs) -> None:
                     targets=("ttft_overhead", "spec_alpha"))
     assert 0.3 <= fit.values["spec_alpha"] <= 0.95
     assert not any(n.startswith("spec_alpha: held") for n in fit.notes)
+    # the overlay a profile is written from shows it with its source
+    line = next(x for x in overlay_text(fit).splitlines() if x.startswith("spec_alpha = "))
+    assert f"{fit.values['spec_alpha']:.4g}" in line
+    assert "DeepSeek-V3 technical report § 5.4.3" in line
