@@ -44,7 +44,7 @@ def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(InputError, match="expected some of"):
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
-    assert len(TARGETS) == 12  # ttft_wait_steps the twelfth
+    assert len(TARGETS) == 13  # spec_alpha the thirteenth
 
 
 @pytest.mark.parametrize(("table", "said"), [

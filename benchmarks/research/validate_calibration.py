@@ -13,9 +13,14 @@ one GPU, test on another of the same vendor. The InferenceX DeepSeek-R1 rows (``
 hardware × engine × precision of the aggregated file) have 2-4 runs an ISL/OSL, so their
 workload splits hold one ISL/OSL out and fit the other two; they are modelled with the launch
 flags InferenceX's scripts gave them (``HARNESS``), and their precision splits fit the FP8 rows
-and hold the FP4 ones. The error per metric is the median (and the
-90th percentile) of |model − measured| / measured over the held-out runs, for the roofline
-(the sheet as shipped) and for the calibrated model. The files are the project's own
+and hold the FP4 ones. Their MTP rows (``IX_MTP``: the same runs speculating with
+DeepSeek's MTP module) stay out of the workload, model and profile fits (fitted jointly they
+moved the efficiencies); the "spec" splits fit a hardware × engine × precision without its MTP
+rows and hold them (the acceptance at its default), the "acceptance" splits then fit the
+acceptance ``spec_alpha`` alone on its MTP rows of two ISL/OSL and hold those of the third,
+and the MTP table gives the MTP runs' own error per split. The error per metric is the
+median (and the 90th percentile) of |model − measured| / measured over the held-out runs, for
+the roofline (the sheet as shipped) and for the calibrated model. The files are the project's own
 (tests/data/measured/, provenance in its PROVENANCE.md); the figures go into
 benchmarks/README.md. Runs from any folder (it works from the repository root).
 
@@ -46,6 +51,7 @@ Why the method is as it is (each choice measured on these splits):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -73,7 +79,7 @@ from perfgraph.measured.calibration import (  # noqa: E402
 from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
 from perfgraph.measured.setup import Baseline  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
-from perfgraph.measured.targets import FIT_METRICS  # noqa: E402
+from perfgraph.measured.targets import FIT_METRICS, SPECULATIVE  # noqa: E402
 from perfgraph.measured.targets import TARGETS as FITTED  # noqa: E402
 from perfgraph.output.profile_overlay import overlay_text  # noqa: E402
 from perfgraph.scenario import ScenarioSpec  # noqa: E402
@@ -87,6 +93,9 @@ SCRIPT = SELF.relative_to(ROOT).as_posix()
 IMAX = DATA / "inferencemax_llama70b_fp8"
 #: InferenceX DeepSeek-R1-0528 rows, aggregated and without MTP (PROVENANCE.md)
 IX = DATA / "inferencex_dsr1" / "aggregated" / "benchmarks.json"
+#: the aggregated rows that speculated with MTP (spec_method "mtp"; PROVENANCE.md): each
+#: modelled with spec_k = mtp_draft_tokens and one MTP layer a draft (perfgraph.measured.setup)
+IX_MTP = DATA / "inferencex_dsr1" / "aggregated_mtp" / "benchmarks.json"
 SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 
 #: InferenceX's launch flags for DeepSeek-R1 FP8, as the cells they set (the runs do not record
@@ -94,50 +103,99 @@ SHAPES = ((1024, 1024), (8192, 1024), (1024, 8192))
 #: 1fc5d73cdd31c7fbdd657f3c7e5ec2180f4b0598; B200 TensorRT-LLM at
 #: 0a919c5f81cec20c030d748c813de41c8c415db1).
 #: The rows span several dates whose scripts differed; these are the scripts of that commit.
+#: The MTP rows (IX_MTP) run the same hardware × engine × precision with the draft count of
+#: their own script, ``mtp_draft_tokens`` below (a run that does not speculate ignores it;
+#: setup gives an MTP run spec_k = mtp_draft_tokens), and where their script's other flags
+#: differ, a formula on spec_k says so. SGLang drafts --speculative-num-steps tokens a step
+#: (--speculative-eagle-topk 1, --speculative-num-draft-tokens = steps + 1); TensorRT-LLM
+#: num_nextn_predict_layers (its one MTP module run that many times); ATOM
+#: --num-speculative-tokens.
 HARNESS: dict[tuple[str, str, str], tuple[tuple[str, str], ...]] = {
     # --kv-cache-dtype fp8_e4m3; --mem-fraction-static 0.82 at TP8, 0.95 at TP4;
     # --chunked-prefill-size 32768 at TP8, 8192 at TP4; --scheduler-recv-interval 30 at TP8
     # from concurrency 16, else 10
+    # MTP: benchmarks/dsr1_fp8_b200_mtp.sh at 574bcd355b7a5e75676a11b652ec55dcc4edf5e4:
+    # --speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3
+    # --speculative-eagle-topk 1, TP8 only, the TP8 flags above (benchmarks/single_node/
+    # dsr1_fp8_b200_mtp.sh at 285b6628b8b141d1eb614cb8c6d8773f882d7d9f: the same 2/3/1, chunks
+    # of 16384, not modelled)
     ("b200", "sglang", "fp8"): (("kv_bytes", "1"),
                                 ("kv_memory_fraction", "0.95 if tp == 4 else 0.82"),
                                 ("max_num_batched_tokens",
                                  "8192 * token if tp == 4 else 32768 * token"),
                                 ("scheduler_recv_interval",
-                                 "30 if tp == 8 and concurrency >= 16 else 10")),
+                                 "30 if tp == 8 and concurrency >= 16 else 10"),
+                                ("mtp_draft_tokens", "2")),
     # KV dtype auto (BF16, the engine's rule); --mem-fraction-static 0.82;
     # --chunked-prefill-size 32768
+    # MTP: no H200 SGLang MTP script in SemiAnalysisAI/InferenceX as stored; the fork
+    # lishuoshuo-amd/InferenceX benchmarks/single_node/dsr1_fp8_h200_mtp.sh at
+    # ae7e2418a6a03d6169cb776e2622f1d882c5af63 ("mirrors dsr1_fp8_h200.sh and adds the
+    # speculative-* flags from dsr1_fp8_b200_mtp.sh"): EAGLE, 2 steps, 3 draft tokens, top-k 1,
+    # the flags above
     ("h200", "sglang", "fp8"): (("kv_memory_fraction", "0.82"),
-                                ("max_num_batched_tokens", "32768 * token")),
+                                ("max_num_batched_tokens", "32768 * token"),
+                                ("mtp_draft_tokens", "2")),
     # kv_cache_config dtype fp8 (the engine's rule for an FP8 checkpoint),
     # free_gpu_memory_fraction 0.8 (0.75 at TP4 8k/1k, one row); max_num_tokens 8192 at
     # 1k ISL, ISL + conc + 64 rounded up to 64 at 8k (8.3k: 1.5% more, not modelled)
-    ("b200", "trtllm", "fp8"): (("kv_memory_fraction", "0.8"),),
-    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75
-    ("h200", "trtllm", "fp8"): (("kv_memory_fraction", "0.75"),),
+    # MTP: benchmarks/dsr1_fp8_b200_trt_mtp.sh at 111f0312c13b4c3cca0dd365f6db4c017048f0d3:
+    # speculative_config decoding_type MTP, num_nextn_predict_layers 1 with DP attention, else
+    # 3; free_gpu_memory_fraction 0.8
+    ("b200", "trtllm", "fp8"): (("kv_memory_fraction", "0.8"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
+    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.75; MTP:
+    # benchmarks/dsr1_fp8_h200_trt_mtp.sh at 1fc5d73cdd31c7fbdd657f3c7e5ec2180f4b0598, the same
+    # rule (1 with DP attention, else 3), free_gpu_memory_fraction 0.75
+    ("h200", "trtllm", "fp8"): (("kv_memory_fraction", "0.75"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
     # KV dtype auto (BF16); --mem-fraction-static 0.8; --chunked-prefill-size 196608;
     # --num-continuous-decode-steps 4 (it polls for new requests every 4 decode steps)
+    # MTP: benchmarks/single_node/dsr1_fp8_mi355x_mtp.sh at
+    # ba8d7d02ddf6af63f84c282bfa5444030ca41c31: EAGLE, 3 steps, top-k 1, 4 draft tokens, and
+    # unlike the runs without MTP --kv-cache-dtype fp8_e4m3 and --num-continuous-decode-steps
+    # 8 (its first version, benchmarks/dsr1_fp8_mi355x_mtp.sh at
+    # 7a7868215eb1b70015f90a81a796ad3489066158, gave EAGLE alone: SGLang's DeepSeek default
+    # is the same 3 steps)
     ("mi355x", "sglang", "fp8"): (("kv_memory_fraction", "0.8"),
                                   ("max_num_batched_tokens", "196608 * token"),
-                                  ("scheduler_recv_interval", "4")),
-    # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults
-    ("mi355x", "atom", "fp8"): (("kv_bytes", "1"),),
+                                  ("scheduler_recv_interval", "8 if spec_k > 0 else 4"),
+                                  ("kv_bytes", "1 * B if spec_k > 0 else activation_bytes"),
+                                  ("mtp_draft_tokens", "3")),
+    # --kv_cache_dtype fp8; gpu_memory_utilization and the token budget ATOM's defaults. MTP:
+    # benchmarks/dsr1_fp8_mi355x_atom_mtp.sh at 6da3382bd8a39d10976c32b3ceb832545325b0c7
+    # (and benchmarks/single_node/ at 14b2d763c9a8bc4f506428bb9029ac6d5c4d2ced): --method mtp
+    # without --num-speculative-tokens, ATOM's default 1 (engines/atom.toml)
+    ("mi355x", "atom", "fp8"): (("kv_bytes", "1"), ("mtp_draft_tokens", "1")),
     # FP4 (dsr1_fp4_<gpu>[_trt|_atom].sh, same commit; TensorRT-LLM FP4 at
     # 111f0312c13b4c3cca0dd365f6db4c017048f0d3, ATOM FP4 at
     # c6b96dd0f880da4e11f68d2085e9ababa8d1ba63). B200 SGLang: --kv-cache-dtype fp8_e4m3,
     # --mem-fraction-static 0.85, --chunked-prefill-size 16384,
     # --scheduler-recv-interval 30 from 16 users, else 10
+    # MTP: benchmarks/dsr1_fp4_b200_mtp.sh at 28cc621e90dd7da8139b1acc416ee50d1819c28d: EAGLE,
+    # 2 steps, 3 draft tokens, top-k 1, the flags above
     ("b200", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.85"),
                                 ("max_num_batched_tokens", "16384 * token"),
-                                ("scheduler_recv_interval", "30 if concurrency >= 16 else 10")),
-    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8
-    ("b200", "trtllm", "fp4"): (("kv_memory_fraction", "0.8"),),
+                                ("scheduler_recv_interval", "30 if concurrency >= 16 else 10"),
+                                ("mtp_draft_tokens", "2")),
+    # kv_cache_config dtype fp8, free_gpu_memory_fraction 0.8; MTP:
+    # benchmarks/dsr1_fp4_b200_trt_mtp.sh at 13dd0c2a01b8e11c5c1120f4d2158b2eed32bb1b: 1 with
+    # DP attention, else 3
+    ("b200", "trtllm", "fp4"): (("kv_memory_fraction", "0.8"),
+                                ("mtp_draft_tokens", "1 if dp_attention else 3")),
     # --kv-cache-dtype fp8_e4m3, --mem-fraction-static 0.8, chunks 196608 (32768 at 8k/1k
     # above 32 users), 4 decode steps between polls
+    # MTP: no MI355X FP4 SGLang MTP script in SemiAnalysisAI/InferenceX as stored; the fork
+    # lishuoshuo-amd/InferenceX benchmarks/single_node/dsr1_fp4_mi355x_mtp.sh at
+    # ae7e2418a6a03d6169cb776e2622f1d882c5af63: EAGLE, 3 steps, top-k 1, 4 draft tokens, the
+    # flags above
     ("mi355x", "sglang", "fp4"): (("kv_bytes", "1"), ("kv_memory_fraction", "0.8"),
                                   ("max_num_batched_tokens", "32768 * token if isl > 4096 * token "
                                    "and concurrency > 32 else 196608 * token"),
-                                  ("scheduler_recv_interval", "4")),
-    ("mi355x", "atom", "fp4"): (("kv_bytes", "1"),),
+                                  ("scheduler_recv_interval", "4"), ("mtp_draft_tokens", "3")),
+    # MTP: benchmarks/dsr1_fp4_mi355x_atom_mtp.sh at bc11f9a406044a3931a51cf2e20732d37b2119b2:
+    # --method mtp, ATOM's default 1 draft
+    ("mi355x", "atom", "fp4"): (("kv_bytes", "1"), ("mtp_draft_tokens", "1")),
 }
 
 
@@ -267,6 +325,9 @@ class Split:
     sets: tuple[tuple[str, str], ...] = ()
     #: the hardware × engine a model or build split is of (a profile's own evidence)
     pair: tuple[str, str] | None = None
+    #: runs that speculate (MTP) fitting the acceptance spec_alpha alone, once the
+    #: efficiencies are fitted on ``fit`` (a second stage: see run_split)
+    accept: tuple[Source, ...] = ()
 
 
 def _label(rows: Rows) -> str:
@@ -278,10 +339,18 @@ def _shape(shape: tuple[int, int]) -> str:
     return f"{shape[0] // 1024}k/{shape[1] // 1024}k"
 
 
+def _with_mtp(rows: Rows) -> Rows:
+    """The MTP rows (IX_MTP) of the same hardware × engine × precision (× ISL/OSL), served
+    with the same launch flags."""
+    return replace(rows, path=IX_MTP)
+
+
 def _workload_splits(hardware: str, engine: str) -> tuple[Split, ...]:
     """Hold one ISL/OSL of a hardware × engine out and fit on the other two: the rows have
     2-4 concurrency points per ISL/OSL, and one ISL/OSL's 6-12 values (less the TTFTs of
-    runs that queued) do not fix the 9 targets."""
+    runs that queued) do not fix the 9 targets. The rows without MTP alone: fitted jointly,
+    the MTP rows moved the efficiencies (workload TPOT 5.7% → 13.0% held out pooled, the
+    acceptance on its lower bound); ACCEPT_SPLITS fit the acceptance on them apart."""
     out = []
     for shape in SHAPES:
         held = Rows(hardware, engine, shape=shape)
@@ -308,6 +377,28 @@ IX_PRECISION_SPLITS = tuple(
     Split(f"{_label(Rows(h, e)).rsplit(' ', 1)[0]}: fit FP8, hold FP4", "precision", (Rows(h, e),),
           (Rows(h, e, "fp4"),))
     for h, e in (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom")))
+#: Fit the rows of a hardware × engine × precision that do not speculate, hold its MTP rows:
+#: what a profile fitted without MTP says of MTP, the acceptance held at its documented
+#: default (the sheet's spec_alpha; no fitted run speculates, so it is not fitted)
+SPEC_SPLITS = tuple(
+    Split(f"{_label(Rows(h, e, p))}: fit without MTP, hold MTP", "spec", (Rows(h, e, p),),
+          (Rows(h, e, p, path=IX_MTP),), pair=(h, e))
+    for p, pairs in (("fp8", IX_PAIRS), ("fp4", (("b200", "sglang"), ("b200", "trtllm"),
+                                                  ("mi355x", "sglang"), ("mi355x", "atom"))))
+    for h, e in pairs)
+#: Fit the efficiencies on a hardware × engine × precision's rows without MTP (every ISL/OSL),
+#: then the acceptance alone on its MTP rows of two ISL/OSL; hold its MTP rows of the third:
+#: what an acceptance fitted from measured MTP runs says of MTP at another workload
+ACCEPT_SPLITS = tuple(
+    Split(f"{_label(Rows(h, e, p))}: fit without MTP, acceptance on MTP "
+          f"{' + '.join(_shape(o) for o in SHAPES if o != shape)}, hold MTP {_shape(shape)}",
+          "acceptance", (Rows(h, e, p),), (_with_mtp(Rows(h, e, p, shape)),), pair=(h, e),
+          accept=tuple(_with_mtp(Rows(h, e, p, o)) for o in SHAPES if o != shape))
+    for p, pairs in (("fp8", IX_PAIRS), ("fp4", (("b200", "sglang"), ("b200", "trtllm"),
+                                                  ("mi355x", "sglang"), ("mi355x", "atom"))))
+    for h, e in pairs for shape in SHAPES
+    if _with_mtp(Rows(h, e, p, shape)).runs()
+    and any(_with_mtp(Rows(h, e, p, o)).runs() for o in SHAPES if o != shape))
 
 
 #: Files of a second model on a hardware × engine the profiles cover (PROVENANCE.md): the
@@ -324,8 +415,8 @@ MODEL_SPLITS = (
     Split("H100 vLLM: fit Llama-3.3-70B, hold Llama-3.1-8B", "model",
           (IMAX / "1k1k" / "H100.json", IMAX / "8k1k" / "H100.json"), (LAMBDA,),
           pair=("h100-sxm", "vllm")),
-    Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model", (Rows("h200", "sglang"),),
-          (DATACRUNCH,), pair=("h200", "sglang")),
+    Split("H200 SGLang: fit DeepSeek-R1, hold Llama-3.3-70B", "model",
+          (Rows("h200", "sglang"),), (DATACRUNCH,), pair=("h200", "sglang")),
     Split("H200 SGLang: fit Llama-3.3-70B, hold DeepSeek-R1", "model", (DATACRUNCH,),
           (Rows("h200", "sglang"),), pair=("h200", "sglang")),
 )
@@ -427,6 +518,8 @@ SPLITS = (
     *(s for hardware, engine in IX_PAIRS for s in _workload_splits(hardware, engine)),
     *IX_GPU_SPLITS,
     *IX_PRECISION_SPLITS,
+    *SPEC_SPLITS,
+    *ACCEPT_SPLITS,
 )
 
 
@@ -445,8 +538,9 @@ class Profile:
 
 
 def _ix_profile(hardware: str, engine: str, version: str) -> Profile:
-    """A profile fitted on every FP8 row of one hardware × engine; its held-out error the
-    worst of its workload splits and of the GPU split fitted on it."""
+    """A profile fitted on every FP8 row of one hardware × engine that does not speculate;
+    its held-out error the worst of its workload splits and of the
+    GPU split fitted on it."""
     rows = Rows(hardware, engine)
     splits = [s.name for s in _workload_splits(hardware, engine)]
     splits += [s.name for s in IX_GPU_SPLITS if s.fit == (rows,)]
@@ -621,8 +715,23 @@ def _ratios(table: list[dict], metric: str) -> list[float]:
 
 
 def run_split(split: Split) -> Fit:
+    """The split's fit held against its held-out runs; with ``accept``, in two stages: the
+    efficiencies on ``fit``, then the acceptance alone on ``accept`` with them held."""
     held_base = Baseline.from_spec(_spec(split.held, split.sets))
-    return _fit(_parts(split.fit, split.sets), holdout=_runs(split.held), held_base=held_base)
+    if not split.accept:
+        return _fit(_parts(split.fit, split.sets), holdout=_runs(split.held),
+                    held_base=held_base)
+    return _fit(_parts(split.accept, split.sets), holdout=_runs(split.held),
+                held_base=held_base, targets=SPECULATIVE,
+                fixed=_efficiencies(split.fit, split.sets))
+
+
+@functools.cache
+def _efficiencies(fit: tuple[Source, ...], sets: tuple[tuple[str, str], ...]
+                  ) -> dict[str, float]:
+    """The values a fit on ``fit`` gives (the acceptance splits' first stage, shared by a
+    pair's three)."""
+    return dict(_fit(_parts(fit, sets)).values)
 
 
 def _pct(x: float | None) -> str:
@@ -682,7 +791,10 @@ TARGETS: dict[str, dict[str, float]] = {
 }
 KINDS = {"workload": "fit on some ISL/OSL, hold another", "gpu": "fit on one GPU, hold another",
          "precision": "fit FP8, hold FP4", "model": "fit on one model, hold another",
-         "build": "fit on other engine builds, hold one"}
+         "build": "fit on other engine builds, hold one",
+         "spec": "fit without MTP, hold MTP (acceptance at its default)",
+         "acceptance": "fit without MTP, the acceptance on MTP at some ISL/OSL, hold MTP at "
+                       "another"}
 
 
 DATASETS = ("InferenceMAX Llama-3.3-70B FP8, vLLM", "InferenceX DeepSeek-R1-0528",
@@ -848,8 +960,56 @@ def runs_markdown(fits: list[tuple[Split, Fit]]) -> str:
 
 
 def every_split() -> tuple[Split, ...]:
-    """Every split the report holds, in its order."""
+    """Every split the report holds, in its order (SPLITS holds SPEC_SPLITS)."""
     return (*SPLITS, *MODEL_SPLITS, *TRT_SPLITS, *max_load_splits(), *build_splits())
+
+
+def _is_mtp(c: Comparison) -> bool:
+    return (c.run.spec_decoding or "none").lower() == "mtp"
+
+
+def mtp_rows(fits: list[tuple[Split, Fit]]) -> list[dict]:
+    """Per split that holds MTP runs out: the acceptance its fit gave (None: held at the
+    sheet's default, no fitted run speculating), the MTP runs it fitted and held, and the
+    held-out MTP runs' median |model − measured| / measured alone, roofline and calibrated."""
+    out = []
+    for split, fit in fits:
+        held = [c for c in fit.held_out_runs if _is_mtp(c)]
+        if not held:
+            continue
+        base = Baseline.from_spec(_spec(split.held, split.sets))
+        row: dict = {"split": split.name, "kind": split.kind, "pair": split.pair,
+                     "spec_alpha": fit.values.get("spec_alpha"),
+                     "default_alpha": base.sheet.magnitude("spec_alpha") if base.sheet else None,
+                     "fitted_mtp_runs": sum(_is_mtp(c) for c in fit.fitted_runs),
+                     "runs": len(held)}
+        for key, values in (("roofline", {}), ("median", fit.values)):
+            got = [g for _, g in per_run(base, held, values)]
+            for m in FIT_METRICS:
+                errors = [abs(g[m][0] / g[m][1] - 1) for g in got if m in g
+                          and math.isfinite(g[m][0])]
+                row.setdefault(m, {})[key] = float(np.median(errors)) if errors else None
+        out.append(row)
+    return out
+
+
+def mtp_markdown(table: list[dict]) -> str:
+    """The MTP runs alone, split by split: the acceptance used and their held-out error."""
+    if not table:
+        return ""
+    lines = ["", "MTP runs held out (spec_decoding mtp, spec_k = the draft count their launch "
+             "script gives): the acceptance spec_alpha the split's fit used (fitted on its MTP "
+             "runs, or the sheet's default where it fitted none), and the MTP runs' median "
+             "error alone (roofline → calibrated).", "",
+             "| split | MTP runs fitted / held | spec_alpha | TTFT | TPOT | throughput |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in table:
+        alpha = f"{r['spec_alpha']:.3f} fitted" if r["spec_alpha"] is not None else \
+            f"{r['default_alpha']:g} (default)"
+        cells = [f"{_pct(r[m]['roofline'])} → {_pct(r[m]['median'])}" for m in FIT_METRICS]
+        lines.append(f"| {r['split']} | {r['fitted_mtp_runs']} / {r['runs']} | {alpha} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def saved(path: str) -> dict:
@@ -878,7 +1038,7 @@ def main() -> int:
                              "runs and the splits, leaving their fitted values as they are")
     parser.add_argument("--only", metavar="SUBSTRING", action="append",
                         help="only the splits whose name or kind (workload, gpu, precision, "
-                             "model, build) holds SUBSTRING; repeat for several (while "
+                             "model, build, spec) holds SUBSTRING; repeat for several (while "
                              "iterating: the pooled figures and bands are then of those alone)")
     parser.add_argument("--runs", action="store_true",
                         help="also print, per split, each held-out run: model and measured "
@@ -899,6 +1059,7 @@ def main() -> int:
                              "--runs nor --only")
         doc = saved(args.coverage_from)
         table, summary, fits = doc["splits"], doc["pooled"], None
+        mtp = doc.get("mtp", [])
     else:
         chosen = [s for s in every_split()
                   if args.only is None or any(o in s.name or o == s.kind for o in args.only)]
@@ -907,7 +1068,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         fits = [(s, run_split(s)) for s in chosen]
-        table, summary = rows(fits), pooled(fits)
+        table, summary, mtp = rows(fits), pooled(fits), mtp_rows(fits)
     if args.write_profiles or args.write_domains:
         by_name = {s.name: f for s, f in fits or ()}
         for profile in PROFILES:
@@ -915,10 +1076,10 @@ def main() -> int:
                 write_domain(profile, table)
             print(f"wrote {path}", file=sys.stderr)
     covered = coverage(table)
-    sys.stdout.write(json.dumps({"splits": table, "pooled": summary, "coverage": covered},
-                                indent=2) + "\n"
+    sys.stdout.write(json.dumps({"splits": table, "pooled": summary, "coverage": covered,
+                                 "mtp": mtp}, indent=2) + "\n"
                      if args.json else markdown(table) + pooled_markdown(summary)
-                     + coverage_markdown(covered) + bounds_markdown(table))
+                     + coverage_markdown(covered) + bounds_markdown(table) + mtp_markdown(mtp))
     if args.runs and fits:
         sys.stdout.write(runs_markdown(fits))
     return 0

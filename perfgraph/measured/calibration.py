@@ -39,7 +39,14 @@ from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.comparison import Comparison, compare_runs, config_columns, like_for_like
 from perfgraph.measured.setup import Baseline
 from perfgraph.measured.span import domain_of
-from perfgraph.measured.targets import FIT_METRICS, STRUCTURE, TARGETS, Target, unidentified
+from perfgraph.measured.targets import (
+    FIT_METRICS,
+    STRUCTURE,
+    TARGETS,
+    Target,
+    unidentified,
+    unspeculated,
+)
 from perfgraph.measured.targets import documented as documented_targets
 from perfgraph.scenario.domain import Domain
 from perfgraph.scenario.loading import load
@@ -119,7 +126,8 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     by_engine = {c: v for c, v in documented.items() if c not in held_at}
     unfixed, said = unidentified([g.sheet for g in groups], {**documented, **held_at})
     fixed = {**unfixed, **documented, **held_at}
-    free = tuple(t for t in chosen if t.cell not in fixed)
+    idle, idle_said = unspeculated([g.sheet for g in groups], fixed)
+    free = tuple(t for t in chosen if t.cell not in fixed and t.cell not in idle)
     observations = sum(int(np.isfinite(g.measured[m]).sum()) for g in groups
                        for m in FIT_METRICS)
     if observations < len(free):
@@ -128,7 +136,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     units = {t.cell: groups[0].sheet.declaration(t.cell).unit for t in TARGETS}
     best, cost = _minimise(lambda x: _residuals(groups, x, free, fixed), len(free))
     values, notes = _settled(groups, best, free, fixed)
-    notes = said + notes
+    notes = said + idle_said + notes
     notes += tuple(f"{c}: held at {v:g}, as engines/{engine}.toml documents (not fitted)"
                    for c, v in by_engine.items())
     held_groups = _groups(held_base, held, leave_out_queued=False) if held else []

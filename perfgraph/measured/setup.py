@@ -134,7 +134,8 @@ def setup_run(run: MeasuredRun, base: Baseline) -> RunSetup:
         notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
                      "roofline, 'vs predicted' against the calibrated model")
     osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
-    deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes)
+    deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes) \
+        + _speculative(run, base, notes)
     e2el_osl = _e2el_osl(run, osl, osl_source, notes)
     return RunSetup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
                     isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
@@ -194,6 +195,37 @@ def _kv_cache(engine: str | None, precision: str, base: Baseline,
                  f"defaults to auto, the model's dtype (engines/{name}.toml); pass --set "
                  "kv_bytes=1 for a run served with an FP8 KV cache")
     return (("kv_bytes", "activation_bytes"),)
+
+
+def _speculative(run: MeasuredRun, base: Baseline,
+                 notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """A run that speculated with MTP (``spec_decoding`` "mtp") as the sheet's speculative
+    cells: ``spec_k`` = ``mtp_draft_tokens`` (the drafts a step proposes: its engine file's
+    default, or the launch flag a ``--set mtp_draft_tokens`` gives) and ``spec_draft_layers``
+    = 1 (DeepSeek's one MTP module, run once a draft). A ``--set`` of either wins; the
+    acceptance ``spec_alpha`` stays the sheet's or the calibration's. Another method is
+    named, not modelled."""
+    method = (run.spec_decoding or "none").strip().lower()
+    if method == "none":
+        return ()
+    if method != "mtp" or "mtp_draft_tokens" not in base.cells:
+        notes.append(f"speculative decoding {run.spec_decoding!r} not modelled (only MTP "
+                     "is): modelled without speculation")
+        return ()
+    given = {cell for cell, _ in base.spec.sets}
+    sets = tuple((cell, value) for cell, value in (("spec_k", "mtp_draft_tokens"),
+                                                   ("spec_draft_layers", "1"))
+                 if cell not in given)
+    alpha = f" at acceptance spec_alpha {number(base.sheet.magnitude('spec_alpha'), 3)}" \
+        if base.sheet is not None else ""
+    where = "--set spec_k" if "spec_k" in given else \
+        "--set mtp_draft_tokens" if "mtp_draft_tokens" in given else \
+        f"the {run.engine or base.engine} engine file's default mtp_draft_tokens; pass " \
+        "--set mtp_draft_tokens=N for a run launched with another count"
+    notes.append(f"MTP speculative decoding modelled: spec_k drafts a step ({where}), each "
+                 f"one pass of the one MTP layer (spec_draft_layers 1){alpha}; TPOT is a "
+                 "step ÷ spec_tokens_per_pass")
+    return sets
 
 
 def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tuple[str, str], ...]:

@@ -45,7 +45,13 @@ TARGETS = (
     Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
     Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
     Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
+    Target("spec_alpha", 0.3, 0.95,
+           "probability the target accepts each draft token, fitted on the runs that speculate "
+           "(MTP); DeepSeek-V3 technical report § 5.4.3: 85-90% of second tokens accepted"),
 )
+#: Targets that only runs which speculate (spec_k > 0) move: held where none of the fitted
+#: runs does (:func:`unspeculated`).
+SPECULATIVE = ("spec_alpha",)
 #: Structure the fit turns on (and the overlay keeps): cell → value.
 STRUCTURE = {"prefill_in_step": True, "attention_flops": True, "kernel_roofline": True,
              "queueing": True, "replicated_activations": True, "prefill_chunk_steps": True,
@@ -111,3 +117,15 @@ def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
         else:
             columns.append(column)
     return held, tuple(notes)
+
+
+def unspeculated(sheets: Sequence[Sheet], fixed: Mapping[str, float],
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The speculative targets (SPECULATIVE) held out of the fit, and why, when no fitted
+    run speculates (every sheet's spec_k is 0): the acceptance then moves nothing, and stays
+    as the sheet (or a calibration) has it, its documented default."""
+    if any(s.magnitude("spec_k") > 0 for s in sheets):
+        return (), ()
+    cells = tuple(c for c in SPECULATIVE if c not in fixed)
+    return cells, tuple(f"{c}: held at the sheet's {sheets[0].magnitude(c):g}: no fitted run "
+                        "speculates (spec_k 0), so the runs cannot tell it" for c in cells)
