@@ -29,8 +29,9 @@ Why the method is as it is (each choice measured on these splits):
 - Leave one model out: a profile is a joint fit over every model of its hardware × engine
   (``Profile.files`` mixing sources, each modelled with its own options: ``_parts``); the
   per-step fixed cost of one model's fit goes on the per-kernel term (targets.SPLIT_OVERHEAD;
-  kernels counted per layer kind, kernels.toml: TPOT pooled 28.6% → 11.8%, throughput
-  22.5% → 16.3%, TTFT 55.3% → 50.8% against one flat cost per layer).
+  kernels counted per layer kind, kernels.toml, SGLang's shared expert fused: TPOT pooled
+  28.6% → 10.9%, throughput 22.5% → 14.5%, TTFT 55.3% → 50.8% against one flat cost
+  per layer).
   Per split, ``--runs`` prints each held-out run's model and measured figures.
 - The 80% band is split-conformal over the other splits of a kind: the plain p10–p90 of a
   profile's own splits covered 54% of held-out values, the conformal rank over them 64%;
