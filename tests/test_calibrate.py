@@ -126,9 +126,9 @@ def test_the_fit_recovers_efficiencies_the_model_generated():
     fit = calibrate(runs, base)
     for cell in ("bandwidth_efficiency", "ttft_overhead"):
         assert fit.values[cell] == pytest.approx(truth[cell], rel=0.05), cell
-    # one model (80 dense layers) fixes the step's fixed cost, not how it splits between the
-    # host and the layers: step_host_time + 80 × layer_step_time (µs → ms)
-    step = fit.values["step_host_time"] + 80 * fit.values["layer_step_time"] / 1000
+    # one model (Llama 70B at TP 2: 80 layers × 12 kernels) fixes the step's fixed cost, not
+    # how it splits between the host and the kernels: step_host_time + 960 × kernel_step_time
+    step = fit.values["step_host_time"] + 960 * fit.values["kernel_step_time"] / 1000
     assert step == pytest.approx(3.0, rel=0.05)
     assert all(e.calibrated < 0.01 for e in fit.fitted)
     assert fit.residual < 0.01

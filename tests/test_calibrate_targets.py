@@ -17,10 +17,10 @@ from perfgraph.scenario.loading import ScenarioSpec
 H100_1K = Path(__file__).parent / "data" / "measured" / "inferencemax_llama70b_fp8" / \
     "1k1k" / "H100.json"
 #: the shipped H100 vLLM profile's values (perfgraph/scenario/profiles/h100-sxm.vllm.toml;
-#: its step_overhead as the host's share, the per-layer terms 0)
+#: its step_overhead as the host's share, the per-kernel term 0)
 HELD = {"bandwidth_efficiency": 1.0, "attention_bandwidth_efficiency": 0.5,
         "compute_efficiency": 0.4468, "prefill_compute_efficiency": 0.6458,
-        "step_host_time": 5.672, "layer_step_time": 0.0, "moe_layer_step_time": 0.0,
+        "step_host_time": 5.672, "kernel_step_time": 0.0,
         "ttft_overhead": 11.01, "tp_comm_exposed": 1.0,
         "link_efficiency": 0.4582}
 
@@ -44,7 +44,7 @@ def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(InputError, match="expected some of"):
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
-    assert len(TARGETS) == 13  # spec_alpha the thirteenth
+    assert len(TARGETS) == 12  # one per-kernel term where two per-layer ones were; spec_alpha
 
 
 @pytest.mark.parametrize(("table", "said"), [
@@ -69,19 +69,19 @@ def test_an_engine_files_realistic_table_is_checked(monkeypatch, table, said) ->
 def test_the_overhead_split_fits_only_what_the_models_tell_apart() -> None:
     from perfgraph.measured.targets import unidentified as _unidentified
 
-    def Group(layers: float, moe: float):  # noqa: N802 - what unidentified reads of a sheet
+    def Run(params: float, kernels: float):  # noqa: N802 - what unidentified reads of a sheet
         return type("S", (), {"magnitude": lambda _, c: {
-            "n_layers": layers, "n_moe_layers": moe}[c]})()
+            "n_params": params, "kernels_per_step": kernels}[c]})()
 
-    one = [Group(80, 0), Group(80, 0)]  # Llama-70B alone: only the sum is fixed, and it goes
-    held, notes = _unidentified(one, {})  # on the per-layer term, which carries to an 8B
-    assert held == {"moe_layer_step_time": 0.0, "step_host_time": 0.0} and len(notes) == 2
-    dense = [Group(80, 0), Group(32, 0)]  # 70B and 8B: the host's per-step share fits too
-    assert _unidentified(dense, {})[0] == {"moe_layer_step_time": 0.0}
-    # DeepSeek-R1 (61 layers, 58 MoE) beside the two: every term fits
-    assert _unidentified([*dense, Group(61, 58)], {}) == ({}, ())
-    # DeepSeek-R1 alone: its per-layer term takes the sum, as for a dense model
-    assert _unidentified([Group(61, 58)], {})[0] == {"moe_layer_step_time": 0.0,
-                                                      "step_host_time": 0.0}
-    assert _unidentified(one, {"layer_step_time": 5.0})[0] == {"moe_layer_step_time": 0.0}
-    assert _unidentified(one, {"step_host_time": 1.0})[0] == {"moe_layer_step_time": 0.0}
+    # Llama-70B alone, at TP 1 (800 kernels) and TP 8 (960): one model, so only the sum is
+    # fixed, and it goes on the per-kernel term, which carries over to another model
+    one = [Run(70e9, 800), Run(70e9, 960)]
+    held, notes = _unidentified(one, {})
+    assert held == {"step_host_time": 0.0} and len(notes) == 1 and "one model" in notes[0]
+    # DeepSeek-V3 at TP 8 (1623 kernels) beside it: the host's per-step share fits too
+    assert _unidentified([*one, Run(671e9, 1623)], {}) == ({}, ())
+    # two models whose kernel counts agree do not tell the host from the kernels
+    assert _unidentified([Run(70e9, 960), Run(72e9, 960)], {})[0] == {"step_host_time": 0.0}
+    # a term held by the caller (an engine file, a per-engine refit) is not second-guessed
+    assert _unidentified(one, {"kernel_step_time": 5.0}) == ({}, ())
+    assert _unidentified(one, {"step_host_time": 1.0}) == ({}, ())

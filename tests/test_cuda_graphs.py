@@ -1,7 +1,7 @@
 """CUDA graphs in the step model: the engine file's [cuda_graph] table as cells; a decode
-batch above the engine's largest captured one runs eagerly and pays every layer's launches
-(n_layers × eager_layer_step_time), one within it replays a graph and does not. With
-eager_layer_step_time at its default 0 the roofline (and every calibration, which does not
+batch above the engine's largest captured one runs eagerly and pays every kernel's launch
+(kernels_per_step × eager_kernel_step_time), one within it replays a graph and does not. With
+eager_kernel_step_time at its default 0 the roofline (and every calibration, which does not
 set it) is unchanged."""
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ def test_zero_in_the_roofline(engine: str) -> None:
     assert sheet.magnitude("eager_step_time", "ms") == 0
 
 
-@pytest.mark.parametrize(("batch", "extra_ms"), [(128, 0.0), (129, 1.6)])
-def test_a_batch_above_the_captured_one_pays_every_layers_launches(
+@pytest.mark.parametrize(("batch", "extra_ms"), [(128, 0.0), (129, 1.92)])
+def test_a_batch_above_the_captured_one_pays_every_kernels_launch(
         batch: int, extra_ms: float) -> None:
-    # TensorRT-LLM captures decode batches up to 128; Llama 70B has 80 layers:
-    # 80 × 20 µs = 1.6 ms on every decode step of a batch of 129, nothing at 128
-    eager = _sheet("trtllm", f"concurrency={batch}", "eager_layer_step_time=20 us")
+    # TensorRT-LLM captures decode batches up to 128; Llama 70B at TP 2 launches 80 layers ×
+    # (6 attention + 4 MLP + 2 all-reduce) = 960 kernels: 960 × 2 µs = 1.92 ms on every
+    # decode step of a batch of 129, nothing at 128
+    eager = _sheet("trtllm", f"concurrency={batch}", "eager_kernel_step_time=2 us")
     graphed = _sheet("trtllm", f"concurrency={batch}")
-    assert eager.magnitude("n_layers") == 80
+    assert eager.magnitude("kernels_per_step") == 960
     assert eager.magnitude("decode_step_time", "ms") - graphed.magnitude(
         "decode_step_time", "ms") == pytest.approx(extra_ms, abs=1e-9)
 
@@ -46,13 +47,13 @@ def test_the_simulators_step_follows_the_engines_graphs() -> None:
     step carrying a prompt chunk runs eagerly (its context steps are not captured); vLLM's
     piecewise graphs cover the mixed step."""
     def extra(engine: str, decodes: int, prompt: int) -> float:
-        on = StepSheet.from_sheet(_sheet(engine, "eager_layer_step_time=20 us"))
+        on = StepSheet.from_sheet(_sheet(engine, "eager_kernel_step_time=2 us"))
         off = StepSheet.from_sheet(_sheet(engine))
         kv = decodes * 1536 + prompt
         args = (decodes, prompt, kv, decodes * 1536, float(prompt * prompt), 1 if prompt else 0)
         return (on.time(*args) - off.time(*args)) * 1e3
 
     assert extra("trtllm", 128, 0) == pytest.approx(0.0, abs=1e-9)
-    assert extra("trtllm", 129, 0) == pytest.approx(1.6, rel=1e-9)
-    assert extra("trtllm", 64, 512) == pytest.approx(1.6, rel=1e-9)
+    assert extra("trtllm", 129, 0) == pytest.approx(1.92, rel=1e-9)
+    assert extra("trtllm", 64, 512) == pytest.approx(1.92, rel=1e-9)
     assert extra("vllm", 64, 512) == pytest.approx(0.0, abs=1e-9)

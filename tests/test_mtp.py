@@ -12,6 +12,7 @@ import pytest
 
 from perfgraph.measured.adapters import read_runs
 from perfgraph.measured.calibration import calibrate
+from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, setup_run
 from perfgraph.output.profile_overlay import overlay_text
 from perfgraph.scenario.loading import ScenarioSpec, load
@@ -28,7 +29,7 @@ def runs():
     result = read_runs(MTP)
     assert result.format == "inferencex" and not result.problems
     assert len(result.runs) == 56
-    return result.runs
+    return derive_runs(None, result.runs)  # as compare models them: their ISL/OSL are cells
 
 
 def _sheet(run, sets=()):
@@ -76,7 +77,7 @@ def test_the_launch_flag_sets_the_draft_count_per_run(runs) -> None:
 
 
 def test_a_row_without_speculation_gets_no_speculative_cells() -> None:
-    run = read_runs(PLAIN).runs[0]
+    run = derive_runs(None, read_runs(PLAIN).runs[:1])[0]
     assert run.spec_decoding == "none"
     setup, sheet = _sheet(run, TRT_FLAG)
     assert all(not cell.startswith("spec_") for cell, _ in setup.deployment)
@@ -107,7 +108,7 @@ def test_tpot_is_a_step_over_the_tokens_a_step_emits(runs) -> None:
 
 
 def test_the_acceptance_is_held_when_no_fitted_run_speculates() -> None:
-    runs = [r for r in read_runs(PLAIN).runs if (r.hardware, r.engine, r.precision) ==
+    runs = [r for r in derive_runs(None, read_runs(PLAIN).runs) if (r.hardware, r.engine, r.precision) ==
             ("h200", "trtllm", "fp8")][:3]
     base = Baseline.from_spec(ScenarioSpec(sets=TRT_FLAG))
     fit = calibrate(runs, base, targets=("ttft_overhead", "spec_alpha"))

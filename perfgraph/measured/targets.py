@@ -37,9 +37,7 @@ TARGETS = (
     Target("prefill_compute_efficiency", 0.3, 1.0,
            "achievable fraction of peak compute in prefill"),
     Target("step_host_time", 0.0, 20.0, "host time each forward step loses"),
-    Target("layer_step_time", 0.0, 200.0, "fixed time each layer adds to a step"),
-    Target("moe_layer_step_time", 0.0, 400.0,
-           "fixed time each MoE layer adds to a step beyond a dense layer's"),
+    Target("kernel_step_time", 0.0, 20.0, "fixed time each kernel of a step adds"),
     Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
     Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
     Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
@@ -84,23 +82,32 @@ def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, 
 
 #: The step's fixed cost by where it comes from (achievable.toml): what it is proportional to
 #: in each model (None: every step alike); a term fits only where the runs' models tell it
-#: from the terms before it. The per-layer term comes first: runs of one model fix only the
+#: from the terms before it. The per-kernel term comes first: runs of one model fix only the
 #: sum, and that sum is put on the term that carries over to a model with other layers (a
-#: 70B's 80 layers' launches are not an 8B's 32), the host's per-step share fitting only
-#: where two models' layer counts tell it apart.
-SPLIT_OVERHEAD = (("layer_step_time", "n_layers"), ("moe_layer_step_time", "n_moe_layers"),
-                  ("step_host_time", None))
+#: DeepSeek layer's ~25 kernels are not a Llama layer's 10), the host's per-step share
+#: fitting only where two models' (or TP sizes') kernel counts tell it apart.
+SPLIT_OVERHEAD = (("kernel_step_time", "kernels_per_step"), ("step_host_time", None))
+
+
+def _per_model(sheets: Sequence[Sheet]) -> list[tuple[float, ...]]:
+    """Each model's mean of the ``SPLIT_OVERHEAD`` columns over its runs' sheets (a model is
+    its ``n_params``): one model at two TP sizes is still one model, so its two kernel
+    counts do not on their own tell the host's share from the kernels'."""
+    rows: dict[float, list[tuple[float, ...]]] = {}
+    for s in sheets:
+        rows.setdefault(s.magnitude("n_params"), []).append(
+            tuple(1.0 if c is None else s.magnitude(c) for _, c in SPLIT_OVERHEAD))
+    return sorted(tuple(float(x) for x in np.mean(r, axis=0)) for r in rows.values())
 
 
 def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
                   ) -> tuple[dict[str, float], tuple[str, ...]]:
     """The step-overhead terms the runs cannot tell apart from the ones before them, held at
-    0 (and why): ``n_layers × layer_step_time + n_moe_layers × moe_layer_step_time +
-    step_host_time`` is fixed by runs of one model as a sum, so a term fits only when its
-    column over the models (layer counts; a 1 for the host's share) is independent of the
-    columns of the terms fitted before it."""
-    models = sorted({tuple(1.0 if c is None else s.magnitude(c) for _, c in SPLIT_OVERHEAD)
-                     for s in sheets})
+    0 (and why): ``kernels_per_step × kernel_step_time + step_host_time`` is fixed by runs
+    of one model as a sum, so a term fits only when its column over the models (their
+    kernel counts; a 1 for the host's share) is independent of the columns of the terms
+    fitted before it."""
+    models = _per_model(sheets)
     held: dict[str, float] = {}
     notes: list[str] = []
     columns: list[np.ndarray] = []
