@@ -17,7 +17,7 @@ from perfgraph.measured.adapters import read_runs
 from perfgraph.measured.baseline import BURST, CLOSED, PACED
 from perfgraph.measured.calibration import per_run
 from perfgraph.measured.comparison import compare_runs
-from perfgraph.measured.open_loop import CAPACITY_FRACTIONS, evaluate_runs
+from perfgraph.measured.open_loop import CAPACITY_FRACTIONS, arrival_slack, evaluate_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, load
 
@@ -163,3 +163,23 @@ def test_a_fit_holds_paced_runs_against_their_open_loop_throughput(online) -> No
         model, measured = c[1]["throughput"]
         assert model == pytest.approx(rate * 256) and measured == c[0].metric(
             "throughput").measured
+
+
+def test_a_burst_lasts_until_its_longest_output() -> None:
+    lambda_run = DATA / "lambda_vllm054_1xH100-80GB-SXM_prompt_10" / \
+        "Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
+    (run,) = read_runs(lambda_run).runs
+    (c,) = compare_runs([run], Baseline.from_spec(ScenarioSpec(hardware="h100-sxm",
+                                                               sets=(("tp", "1"),))),
+                        levers=False)
+    assert (c.setup.arrivals, c.setup.burst_requests, c.setup.concurrency) == (BURST, 10, 10)
+    longest = max(run.per_request.osl)  # 194 tokens over a mean of 442 / 10
+    spread = dict(c.setup.deployment)["osl_spread"]
+    assert float(spread) == pytest.approx(longest / c.setup.osl, rel=1e-6)
+    assert any(n.startswith("osl_spread ") for n in c.setup.notes)
+
+
+@pytest.mark.parametrize(("arrivals", "requests", "slack"), [
+    (PACED, 400, 2 / 20), (PACED, None, 0.0), (CLOSED, 400, 0.0), (BURST, 400, 0.0)])
+def test_a_paced_run_may_pass_its_offered_rate_by_its_poisson_draw(arrivals, requests, slack):
+    assert arrival_slack(arrivals, requests) == pytest.approx(slack)
