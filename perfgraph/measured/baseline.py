@@ -19,6 +19,9 @@ IN_FLIGHT_BELOW = 0.95
 MEASURED, EXPECTED, CONFIGURED, OPTIONS = "measured", "expected", "configured", "scenario options"
 #: The concurrency source of a maximum-load run: the sheet's ``capacity_batch``
 CAPACITY = "capacity"
+#: How a run's requests arrived (``RunSetup.arrivals``): a closed loop of N users, paced at a
+#: request rate (an open loop), or every request at once (a burst of the run's R requests)
+CLOSED, PACED, BURST = "closed", "paced", "burst"
 #: The deployment a run record may carry, each set as the cell of its name where the sheet has it
 #: (ep, dp_attention and the disaggregated pools wait for the physics that uses them).
 DEPLOYMENT_CELLS = ("pp", "ep", "dp_attention", "disaggregated", "prefill_gpus",
@@ -54,6 +57,11 @@ class RunSetup:
     engine: str | None = None  # the run's engine where the file names a known one, else None
     #: (cell, value) for the run's deployment beyond TP, only cells the sheet has
     deployment: tuple[tuple[str, str], ...] = ()
+    #: CLOSED | PACED (``request_rate`` the offered λ, request/s) | BURST (``burst_requests``
+    #: its R requests sent at once): which of the sheet's throughput cells it is held against
+    arrivals: str = CLOSED
+    request_rate: float | None = None
+    burst_requests: float = 0.0
 
     @property
     def group(self) -> tuple:

@@ -36,7 +36,8 @@ import numpy as np
 from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import InputError, UnknownNameError
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.comparison import Comparison, compare_runs, config_columns, like_for_like
+from perfgraph.measured.comparison import Comparison, compare_runs, config_columns
+from perfgraph.measured.open_loop import evaluate_runs, like_for_like
 from perfgraph.measured.setup import Baseline
 from perfgraph.measured.span import domain_of
 from perfgraph.measured.targets import (
@@ -91,6 +92,7 @@ class _Group:
     sheet: Sheet
     columns: Mapping[str, np.ndarray]
     keys: tuple[str | None, ...]  # each run's throughput definition
+    arrivals: tuple[str, ...]  # each run's arrivals: closed loop, paced or burst
     measured: Mapping[str, np.ndarray]  # metric → measured (NaN where absent or left out)
 
 
@@ -110,10 +112,7 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
     compared = [c for _, cs in parts for c in cs]
     fitted = [c for c in compared if c.error is None]
     held = [c for c in compare_runs(holdout, held_base, levers=False) if c.error is None]
-    if not fitted:
-        why = "; ".join(f"{c.run.source} #{c.run.index}: {c.error}" for c in compared[:3])
-        raise InputError("no run to fit: none of the given runs could be compared with the "
-                         f"model ({why or 'no runs given'}{'; …' if len(compared) > 3 else ''})")
+    _check_some_fitted(fitted, compared)
     excluded = tuple(f"TTFT of {c.run.source} #{c.run.index}: requests queued"
                      for c in fitted if _queued(c))
 
@@ -145,6 +144,13 @@ def calibrate(runs: Sequence[MeasuredRun], base: Baseline,
                tuple(fitted), tuple(held), excluded,
                math.sqrt(cost / observations), notes, _workloads(fitted),
                by_engine, engine, domain_of(fitted, base))
+
+
+def _check_some_fitted(fitted: Sequence[Comparison], compared: Sequence[Comparison]) -> None:
+    if not fitted:
+        why = "; ".join(f"{c.run.source} #{c.run.index}: {c.error}" for c in compared[:3])
+        raise InputError("no run to fit: none of the given runs could be compared with the "
+                         f"model ({why or 'no runs given'}{'; …' if len(compared) > 3 else ''})")
 
 
 def _chosen(targets: Sequence[str] | None) -> tuple[Target, ...]:
@@ -207,7 +213,8 @@ def _groups(base: Baseline, comparisons: Sequence[Comparison],
         measured = {m: np.array([_measured(c, m, leave_out_queued) for c in chosen])
                     for m in FIT_METRICS}
         groups.append(_Group(sheet, config_columns([c.setup for c in chosen]),
-                             tuple(_key(c) for c in chosen), measured))
+                             tuple(_key(c) for c in chosen),
+                             tuple(c.setup.arrivals for c in chosen), measured))
     return groups
 
 
@@ -248,7 +255,8 @@ def _predict(group: _Group, values: Mapping[str, float]) -> dict[str, np.ndarray
              if values and cell in group.sheet.names}
     columns = {**group.columns, **fixed,
                **{cell: np.full(n, v) for cell, v in values.items()}}
-    return like_for_like(group.sheet, group.sheet.evaluate_columns(columns, n), group.keys)
+    return like_for_like(group.sheet, evaluate_runs(group.sheet, columns, n), group.keys,
+                         group.arrivals)
 
 
 def _log_errors(groups: Sequence[_Group], values: Mapping[str, float]) -> np.ndarray:

@@ -18,7 +18,10 @@ compares like with like and says what it compared:
   OSL where the file gives only a configured one and its latencies imply another);
 * throughput: output tokens/s vs the model's ``throughput`` (one replica); or, where the file
   gives only total (input + output) tokens/s, vs throughput × (isl + osl)/osl, divided by
-  ``n_gpus`` when the file divides by its GPUs.
+  ``n_gpus`` when the file divides by its GPUs. A run paced at a request rate is an open
+  loop, held against ``open_loop_throughput`` (λ × OSL up to the replica's capacity), and a
+  maximum-load run of known count a burst, held against ``burst_throughput`` and
+  ``burst_ttft`` (``perfgraph.measured.open_loop``).
 
 "% of possible" = measured ÷ roofline for throughput, roofline ÷ measured for latencies: 100%
 means the run reached the roofline. MFU, MBU and the run's place on the roofline come from the
@@ -42,27 +45,25 @@ from perfgraph.errors import PerfgraphError
 from perfgraph.measured.achieved import achieved_by
 from perfgraph.measured.achieved import in_unit as in_unit
 from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.baseline import BURST, PACED
 from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.findings import STEP_TERMS, Finding, findings
 from perfgraph.measured.metrics import MetricComparison
+from perfgraph.measured.open_loop import (  # noqa: F401 (MODEL_CELL re-exported)
+    LATENCIES,
+    MODEL_CELL,
+    evaluate_runs,
+    latency_cell,
+    like_for_like,
+    saturated_note,
+    throughput_cell,
+)
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
 from perfgraph.measured.setup import CONFIG_CELLS, Baseline, RunSetup, setup_run
 from perfgraph.measured.setup import at_capacity as at_capacity
 from perfgraph.measured.setup import config_columns as config_columns
-from perfgraph.scenario.loading import ScenarioSpec, load
+from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
 
-#: A file's throughput definition → the model's cell in the same definition.
-MODEL_CELL = {"output_throughput": "throughput", "total_throughput": "throughput_total",
-              "throughput_per_gpu": "throughput_total_per_gpu"}
-
-#: metric → (the model's cell, unit compared in, the measured keys to try, best first);
-#: TTFT's median first (a steady-state request's, see above), the others' mean (TPOT's mean
-#: is the run's throughput per user)
-LATENCIES = {
-    "ttft": ("ttft", "ms", ("ttft_median", "ttft_p50", "ttft")),
-    "tpot": ("itl", "ms", ("tpot", "tpot_median", "tpot_p50", "itl", "itl_median", "itl_p50")),
-    "e2el": ("e2e_latency", "ms", ("e2el", "e2el_median", "e2el_p50")),
-}
 METRICS = ("ttft", "tpot", "e2el", "throughput")
 _SAYS = {
     "ttft": "TTFT: measured {stat} vs the roofline prefill of one ISL-token prompt "
@@ -78,6 +79,15 @@ _SAYS = {
                         "throughput × (isl + osl)/osl",
     "throughput_per_gpu": "throughput: per GPU here is {what}; the model's = throughput × "
                           "(isl + osl)/osl ÷ n_gpus",
+}
+#: What a paced run's or a burst's comparison adds to its definition line
+_ARRIVALS_SAY = {
+    PACED: "; a paced run (an open loop) is held against open_loop_throughput: what it is "
+           "offered, λ × OSL, up to what the replica serves at capacity_batch",
+    BURST: "; a burst (every request at once) is held against burst_throughput: its R requests "
+           "× OSL over ⌈R / capacity_batch⌉ waves",
+    "burst_ttft": "; a burst's TTFT holds its wait behind the prompts and waves before it "
+                  "(burst_ttft)",
 }
 _THROUGHPUTS = ("output_throughput", "throughput_per_gpu", "total_throughput")
 
@@ -186,33 +196,29 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[RunSetup], base
     except PerfgraphError as exc:
         return [_failed(r, s, f"the model cannot be loaded: {exc}") for r, s in zip(
             runs, setups, strict=True)]
-    if scenario is not None and scenario.calibration is None:  # auto, and no profile fits
-        scenario = None
-        setups = [_roofline_only(s, spec) for s in setups]
-    calibrated = scenario.sheet if scenario is not None else None
-    if scenario is not None:  # which profile predicts these runs (auto picks per hardware)
-        setups = [dataclasses.replace(s, notes=(*s.notes, f"predicted by {scenario.prediction}"))
-                  for s in setups]
+    calibrated, setups = _profiled(scenario, spec, setups)
     n = len(runs)
     with np.errstate(all="ignore"):  # a bad configuration shows as NaN, explained per metric
         setups = at_capacity(sheet, setups)
         cols = config_columns(setups)
-        model = sheet.evaluate_columns(cols, n)
+        model = evaluate_runs(sheet, cols, n)
         measured = [_measured(run) for run in runs]
         achieved = achieved_by(sheet, cols, [(m.throughput_key, m.throughput) for m in measured],
                                [m.tpot_ms for m in measured])
-        like = like_for_like(sheet, model, [m.throughput_key for m in measured])
+        keys, arrivals = [m.throughput_key for m in measured], [s.arrivals for s in setups]
+        like = like_for_like(sheet, model, keys, arrivals)
         like["e2el"] = _e2el_at_run_osl(sheet, cols, setups, like["e2el"])
-        predicted, terms = None, {}
+        predicted, terms, values = None, {}, model
         if calibrated is not None:
-            values = calibrated.evaluate_columns(cols, n)
-            predicted = like_for_like(calibrated, values, [m.throughput_key for m in measured])
+            values = evaluate_runs(calibrated, cols, n)
+            predicted = like_for_like(calibrated, values, keys, arrivals)
             terms = {c: in_unit(calibrated, values, c, "ms") for c in STEP_TERMS
                      if c in calibrated.names and (c != "step_attention_time"
                                                    or calibrated.magnitude("kernel_roofline"))}
             predicted["e2el"] = _e2el_at_run_osl(calibrated, cols, setups, predicted["e2el"])
     out = []
     for i, (run, setup) in enumerate(zip(runs, setups, strict=True)):
+        setup = _saturated(setup, values, i)
         metrics = _metrics(sheet, like, i, setup, measured[i])
         if predicted is not None:
             metrics = tuple(dataclasses.replace(m, predicted=_finite(predicted[m.metric][i]))
@@ -229,6 +235,24 @@ def _compare_group(runs: Sequence[MeasuredRun], setups: Sequence[RunSetup], base
     return out
 
 
+def _profiled(scenario: Scenario | None, spec: ScenarioSpec, setups: Sequence[RunSetup],
+              ) -> tuple[Sheet | None, list[RunSetup]]:
+    """The calibrated sheet (None: the roofline only), and the setups noting which profile
+    predicts them (``--calibration auto`` picks per hardware; with no profile, says so)."""
+    if scenario is not None and scenario.calibration is None:  # auto, and no profile fits
+        return None, [_roofline_only(s, spec) for s in setups]
+    if scenario is None:
+        return None, list(setups)
+    return scenario.sheet, [dataclasses.replace(
+        s, notes=(*s.notes, f"predicted by {scenario.prediction}")) for s in setups]
+
+
+def _saturated(setup: RunSetup, values: Mapping[str, np.ndarray], i: int) -> RunSetup:
+    """A paced run offered more than the model's replica serves, with a note saying so."""
+    said = saturated_note(values, i) if setup.arrivals == PACED else None
+    return dataclasses.replace(setup, notes=(*setup.notes, said)) if said else setup
+
+
 def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Sequence[RunSetup],
                      e2el: np.ndarray) -> np.ndarray:
     """The model's E2EL (ms) at each run's ``e2el_osl`` where that differs from its ``osl``."""
@@ -236,8 +260,9 @@ def _e2el_at_run_osl(sheet: Sheet, cols: Mapping[str, np.ndarray], setups: Seque
                    dtype=float)
     if np.array_equal(osl, cols["osl"]):
         return e2el
-    values = sheet.evaluate_columns({**cols, "osl": osl}, len(setups))
-    return in_unit(sheet, values, "e2e_latency", "ms")
+    values = evaluate_runs(sheet, {**cols, "osl": osl}, len(setups))
+    return like_for_like(sheet, values, [None] * len(setups),
+                         [s.arrivals for s in setups])["e2el"]
 
 
 def _osl_said(setup: RunSetup) -> str:
@@ -265,22 +290,11 @@ def _measured(run: MeasuredRun) -> _Measured:
     return _Measured(latencies, key, run.metrics[key].value, run.metrics[key].definition)
 
 
-def like_for_like(sheet: Sheet, values: Mapping[str, np.ndarray],
-                  throughput_keys: Sequence[str | None]) -> dict[str, np.ndarray]:
-    """The model's TTFT, TPOT and E2EL (ms), and its throughput (token/s) in each run's own
-    definition — output, total, or total per GPU — from ``evaluate_columns`` output."""
-    out = {metric: in_unit(sheet, values, cell, u) for metric, (cell, u, _) in LATENCIES.items()}
-    choices = {key: in_unit(sheet, values, cell, "token/s") for key, cell in MODEL_CELL.items()}
-    out["throughput"] = np.array([choices[k][i] if k else math.nan
-                                  for i, k in enumerate(throughput_keys)], dtype=float)
-    return out
-
-
 def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: RunSetup,
              measured: _Measured) -> tuple[MetricComparison, ...]:
     out = []
-    for metric, (cell, unit_text, _) in LATENCIES.items():
-        got = measured.latencies[metric]
+    for metric, (_, unit_text, _) in LATENCIES.items():
+        got, cell = measured.latencies[metric], latency_cell(metric, setup.arrivals)
         value = _finite(like[metric][i])
         if got is None:
             out.append(MetricComparison(metric, unit_text, None, None, None, value, cell,
@@ -288,22 +302,23 @@ def _metrics(sheet: Sheet, like: Mapping[str, np.ndarray], i: int, setup: RunSet
                                         error="the file has no such measurement"))
             continue
         said = _SAYS["itl" if got[2].startswith("itl") else metric].format(
-            stat=got[1], osl=_osl_said(setup))
+            stat=got[1], osl=_osl_said(setup)) + _ARRIVALS_SAY.get(cell, "")
         out.append(MetricComparison(metric, unit_text, got[0], got[1], got[2], value, cell,
                                     said, error=None if value is not None else _why(
                                         sheet, setup, cell)))
     key = measured.throughput_key
+    cell = throughput_cell("output_throughput", setup.arrivals)
     if key is None:
         out.append(MetricComparison("throughput", "token/s", None, None, None, None,
-                                    "throughput", _SAYS["output_throughput"],
+                                    cell, _SAYS["output_throughput"],
                                     error="the file has no throughput"))
         return tuple(out)
     modelled = _finite(like["throughput"][i])
     out.append(MetricComparison("throughput", "token/s", measured.throughput, "mean", key,
-                                modelled, "throughput",
-                                _SAYS[key].format(what=measured.definition),
+                                modelled, cell, _SAYS[key].format(what=measured.definition)
+                                + _ARRIVALS_SAY.get(setup.arrivals, ""),
                                 error=None if modelled is not None else _why(
-                                    sheet, setup, "throughput")))
+                                    sheet, setup, throughput_cell(key, setup.arrivals))))
     return tuple(out)
 
 
@@ -318,6 +333,10 @@ def _why(sheet: Sheet, setup: RunSetup, cell: str) -> str:
     try:
         for name in CONFIG_CELLS:
             fork.set(name, getattr(setup, name))
+        if setup.arrivals == PACED:
+            fork.set("request_rate", setup.request_rate)
+        if setup.arrivals == BURST:
+            fork.set("burst_requests", setup.burst_requests)
     except PerfgraphError as exc:
         return f"the model refuses this configuration: {exc}"
     error = fork.error(cell)

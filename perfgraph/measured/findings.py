@@ -21,6 +21,7 @@ from perfgraph.engine.sheet import Sheet
 from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.open_loop import arrival_slack
 from perfgraph.whatif import lever_advice as levers
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def findings(run: MeasuredRun, setup: RunSetup, metrics: Sequence[MetricComparis
     the run's configuration, when a calibration was given."""
     by_name = {m.metric: m for m in metrics}
     found = [_queued(by_name.get("ttft"), setup), _head_of_line(run),
-             _low_mbu(mbu, headroom), _beats(metrics),
+             _low_mbu(mbu, headroom), _beats(metrics, run, setup),
              _slower_than_predicted(by_name.get("tpot"), setup, terms or {})]
     out = [f for f in found if f is not None]
     if sheet is not None:
@@ -157,8 +158,13 @@ def _low_mbu(mbu: float | None, headroom: float | None) -> Finding | None:
     return _finding("low-mbu", f"MBU {_pct(mbu)}{more}")
 
 
-def _beats(metrics: Sequence[MetricComparison]) -> Finding | None:
-    over = [m for m in metrics if m.possible is not None and m.possible > 1.0]
+def _beats(metrics: Sequence[MetricComparison], run: MeasuredRun,
+           setup: RunSetup) -> Finding | None:
+    """Metrics over 100% of possible; a paced run's throughput only beyond its Poisson draw
+    (``arrival_slack``: it is held against the λ × OSL it was offered on average)."""
+    slack = arrival_slack(setup.arrivals, run.completed)
+    over = [m for m in metrics if m.possible is not None
+            and m.possible > 1.0 + (slack if m.metric == "throughput" else 0.0)]
     if not over:
         return None
     names = ", ".join(f"{m.metric} {_pct(m.possible)} of possible" for m in over)

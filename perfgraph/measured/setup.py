@@ -14,26 +14,24 @@ evaluates, below ``IN_FLIGHT_BELOW`` × the configured) — then that, as the ba
 the server saw; an explicit ``--set concurrency=N`` wins over any such estimate, never over a
 configured concurrency the file's numbers bear out.  A rate-driven run (no configured
 concurrency) is evaluated at ``--set concurrency`` if given, else at Little's law's estimate; a
-maximum-load run with neither (every request at once: ``request_rate`` infinite) at the sheet's
-``capacity_batch``, which compare reads once the run's sheet is loaded (``CAPACITY``).
+maximum-load run (every request at once: ``request_rate`` infinite) whose request count the
+file gives is a burst (``perfgraph.measured.run_arrivals``), and one with neither count nor
+estimate, at the sheet's ``capacity_batch``, which compare reads once the run's sheet is loaded
+(``CAPACITY``; a burst of fewer requests, at their count).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from collections.abc import Sequence
 from functools import lru_cache
 
-import numpy as np
-
 from perfgraph.engine.numbers import number
-from perfgraph.engine.sheet import Sheet
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exported)
     _CELL_FOR,
+    BURST,
     CAPACITY,
     CONFIG_CELLS,
     CONFIGURED,
@@ -42,9 +40,14 @@ from perfgraph.measured.baseline import (  # noqa: F401 (the records, re-exporte
     IN_FLIGHT_BELOW,
     MEASURED,
     OPTIONS,
+    PACED,
     Baseline,
     RunSetup,
 )
+from perfgraph.measured.run_arrivals import arrivals_of, burst_spread, is_burst
+from perfgraph.measured.run_arrivals import at_capacity as at_capacity
+from perfgraph.measured.run_arrivals import config_columns as config_columns
+from perfgraph.measured.run_speculation import speculative_sets
 from perfgraph.scenario.catalog import catalog_names, hardware_aliases, load_entry
 from perfgraph.scenario.loading import engine_entry, engine_names, precisions
 
@@ -134,13 +137,16 @@ def setup_run(run: MeasuredRun, base: Baseline) -> RunSetup:
         notes.append(f"calibrated by {base.spec.calibration}: % of possible is against the "
                      "roofline, 'vs predicted' against the calibrated model")
     osl_source = _source(run.osl_measured, run.osl_expected, run.osl_configured)
-    deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes) \
-        + _speculative(run, base, notes)
+    arrivals = arrivals_of(run, conc_source)
+    deployment = _deployment(run, base, notes) + _kv_cache(engine, precision, base, notes) + \
+        speculative_sets(run, base, notes) + \
+        burst_spread(run, osl, arrivals.get("arrivals"), base, notes)
     e2el_osl = _e2el_osl(run, osl, osl_source, notes)
     return RunSetup(model, hardware, precision, tp, concurrency, isl, osl, tuple(notes),
                     isl_source=_source(run.isl_measured, run.isl_expected, run.isl_configured),
                     osl_source=osl_source, e2el_osl=e2el_osl,
-                    concurrency_source=conc_source, engine=engine, deployment=deployment)
+                    concurrency_source=conc_source, engine=engine, deployment=deployment,
+                    **arrivals)
 
 
 def _source(measured: float | None, expected: float | None, configured: float | None) -> str:
@@ -195,37 +201,6 @@ def _kv_cache(engine: str | None, precision: str, base: Baseline,
                  f"defaults to auto, the model's dtype (engines/{name}.toml); pass --set "
                  "kv_bytes=1 for a run served with an FP8 KV cache")
     return (("kv_bytes", "activation_bytes"),)
-
-
-def _speculative(run: MeasuredRun, base: Baseline,
-                 notes: list[str]) -> tuple[tuple[str, str], ...]:
-    """A run that speculated with MTP (``spec_decoding`` "mtp") as the sheet's speculative
-    cells: ``spec_k`` = ``mtp_draft_tokens`` (the drafts a step proposes: its engine file's
-    default, or the launch flag a ``--set mtp_draft_tokens`` gives) and ``spec_draft_layers``
-    = 1 (DeepSeek's one MTP module, run once a draft). A ``--set`` of either wins; the
-    acceptance ``spec_alpha`` stays the sheet's or the calibration's. Another method is
-    named, not modelled."""
-    method = (run.spec_decoding or "none").strip().lower()
-    if method == "none":
-        return ()
-    if method != "mtp" or "mtp_draft_tokens" not in base.cells:
-        notes.append(f"speculative decoding {run.spec_decoding!r} not modelled (only MTP "
-                     "is): modelled without speculation")
-        return ()
-    given = {cell for cell, _ in base.spec.sets}
-    sets = tuple((cell, value) for cell, value in (("spec_k", "mtp_draft_tokens"),
-                                                   ("spec_draft_layers", "1"))
-                 if cell not in given)
-    alpha = f" at acceptance spec_alpha {number(base.sheet.magnitude('spec_alpha'), 3)}" \
-        if base.sheet is not None else ""
-    where = "--set spec_k" if "spec_k" in given else \
-        "--set mtp_draft_tokens" if "mtp_draft_tokens" in given else \
-        f"the {run.engine or base.engine} engine file's default mtp_draft_tokens; pass " \
-        "--set mtp_draft_tokens=N for a run launched with another count"
-    notes.append(f"MTP speculative decoding modelled: spec_k drafts a step ({where}), each "
-                 f"one pass of the one MTP layer (spec_draft_layers 1){alpha}; TPOT is a "
-                 "step ÷ spec_tokens_per_pass")
-    return sets
 
 
 def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tuple[str, str], ...]:
@@ -380,6 +355,15 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
                      f"{number(configured)}: {shown}; the server batched what was in flight")
         return float(inflight), "in flight"
     estimate = run.concurrency_measured
+    if explicit is None and is_burst(run):
+        little = f"; Little's law's {number(estimate, 3)} in flight (queued requests counted) " \
+            "not used" if estimate is not None else ""
+        notes.append(f"a maximum-load run of {run.completed} requests sent at once: a burst, "
+                     "served capacity_batch at a time (the largest batch the engine holds: "
+                     "min(max_num_seqs, what the KV memory holds)) in ⌈R / capacity_batch⌉ "
+                     f"waves, each waiting for the one before (burst_ttft, burst_throughput)"
+                     f"{little}")
+        return float(base.values.get("concurrency", 1.0)), CAPACITY
     if explicit is not None:
         if estimate is not None:
             notes.append(f"concurrency {number(explicit)} from --set concurrency; the "
@@ -397,24 +381,7 @@ def _concurrency(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[fl
     if run.request_rate is not None and math.isinf(run.request_rate):
         notes.append("a maximum-load run (every request at once, no concurrency in the file): "
                      "modelled at capacity_batch, the largest batch the engine holds "
-                     "(min(max_num_seqs, what the KV memory holds))")
+                     "(min(max_num_seqs, what the KV memory holds)); the file does not say "
+                     "how many requests it sent, so not as a burst of waves")
         return float(base.values.get("concurrency", 1.0)), CAPACITY
     return _number("concurrency", None, base, notes, "--set concurrency=N"), "options"
-
-
-def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:
-    return {name: np.array([getattr(s, name) for s in setups], dtype=float)
-            for name in CONFIG_CELLS}
-
-
-def at_capacity(sheet: Sheet, setups: Sequence[RunSetup]) -> list[RunSetup]:
-    """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
-    own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
-    setups = list(setups)
-    if not any(s.concurrency_source == CAPACITY for s in setups):
-        return setups
-    batch = sheet.evaluate_columns(config_columns(setups), len(setups),
-                                   only=["capacity_batch"])["capacity_batch"]
-    return [dataclasses.replace(s, concurrency=float(b) if b >= 1 else math.nan)
-            if s.concurrency_source == CAPACITY else s
-            for s, b in zip(setups, np.asarray(batch, dtype=float), strict=True)]

@@ -1,0 +1,185 @@
+"""Paced runs held as the open loop they are, and maximum-load runs as bursts served in waves.
+
+Hand computations: λ = 2 req/s × OSL 256 = 512 tok/s under capacity; above it, the capacity;
+a burst of R = 10 at C = 4 goes in 3 waves of 4, 4 and 2, so its requests wait
+(0·4 + 1·4 + 2·2)/10 = 0.8 wave lifetimes on average, and it serves 10 × OSL over 3 lifetimes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfgraph.measured.adapters import read_runs
+from perfgraph.measured.baseline import BURST, CLOSED, PACED
+from perfgraph.measured.calibration import per_run
+from perfgraph.measured.comparison import compare_runs
+from perfgraph.measured.open_loop import CAPACITY_FRACTIONS, arrival_slack, evaluate_runs
+from perfgraph.measured.setup import Baseline
+from perfgraph.scenario.loading import ScenarioSpec, load
+
+DATA = Path(__file__).parent / "data" / "measured"
+ONLINE = DATA / "trtllm_perf_overview" / "perf-overview_258c7540_online.md"
+THROUGHPUT = DATA / "trtllm_perf_overview" / "perf-overview_258c7540_throughput.md"
+
+
+@pytest.fixture(scope="module")
+def online():
+    return read_runs(ONLINE).runs
+
+
+def _h100_70b(runs, osl=256.0):
+    """The online table's Llama-3.1-70B H100 TP4 rows at ISL/OSL 467/osl, QPS 2 … INF."""
+    return [r for r in runs if r.model == "llama-3.1-70b" and r.hardware.startswith("H100")
+            and r.osl == osl]
+
+
+def test_an_open_loop_under_capacity_serves_what_it_is_offered() -> None:
+    sheet = load(ScenarioSpec(sets=(("request_rate", "2 request/s"), ("osl", "256"),
+                                    ("isl", "467")))).sheet
+    assert not sheet.magnitude("open_loop_saturated")
+    assert sheet.magnitude("open_loop_throughput") == pytest.approx(2 * 256)
+    assert sheet.magnitude("open_loop_throughput_total") == pytest.approx(2 * (467 + 256))
+    gpus = sheet.magnitude("n_gpus")
+    assert sheet.magnitude("open_loop_throughput_total_per_gpu") == \
+        pytest.approx(2 * (467 + 256) / gpus)
+
+
+def test_an_open_loop_over_capacity_serves_its_capacity() -> None:
+    sheet = load(ScenarioSpec(sets=(("request_rate", "32 request/s"), ("osl", "256"),
+                                    ("saturated_throughput", "5000 token/s")))).sheet
+    assert sheet.magnitude("open_loop_saturated")
+    assert sheet.magnitude("open_loop_throughput") == pytest.approx(5000)
+
+
+def test_a_burst_of_ten_at_four_a_time_goes_in_three_waves() -> None:
+    sets = (("burst_requests", "10"), ("max_num_seqs", "4"), ("concurrency", "4"))
+    sheet = load(ScenarioSpec(sets=(*sets, ("queueing", "true")))).sheet
+    assert sheet.magnitude("capacity_batch") == 4
+    assert sheet.magnitude("burst_waves") == 3 and sheet.magnitude("burst_last_wave") == 2
+    assert sheet.magnitude("burst_wave_wait") == pytest.approx((0 * 4 + 1 * 4 + 2 * 2) / 10)
+    # each wave's prompts queue for the prefill: (4·3/2 + 4·3/2 + 2·1/2)/10 = 1.3 ahead
+    assert sheet.magnitude("burst_prompts_ahead") == pytest.approx(1.3)
+    service = sheet.magnitude("loop_prefill_service_time")
+    assert sheet.magnitude("burst_prefill_wait") == pytest.approx(1.3 * service)
+    # prompts do not ride the decode steps here: a wave lives one cycle of the batch
+    cycle_ms = sheet.magnitude("cycle_time") * 1000
+    assert sheet.magnitude("burst_wave_time") == pytest.approx(cycle_ms)
+    assert sheet.magnitude("burst_ttft") == pytest.approx(
+        sheet.magnitude("ttft") - sheet.magnitude("loop_prefill_queue_wait") + 1.3 * service
+        + 0.8 * cycle_ms)
+    osl = sheet.magnitude("osl")
+    assert sheet.magnitude("burst_throughput") == pytest.approx(10 * osl / (3 * cycle_ms / 1000))
+
+
+def test_the_roofline_of_a_burst_waits_for_nothing() -> None:
+    sets = (("burst_requests", "10"), ("max_num_seqs", "4"), ("concurrency", "4"))
+    sheet = load(ScenarioSpec(sets=sets)).sheet
+    assert sheet.magnitude("burst_ttft") == pytest.approx(sheet.magnitude("ttft"))
+    # slots refilled the moment a request ends: 10 / 4 = 2.5 lifetimes, the closed loop's rate
+    cycle_s, osl = sheet.magnitude("cycle_time"), sheet.magnitude("osl")
+    assert sheet.magnitude("burst_throughput") == pytest.approx(10 * osl / (2.5 * cycle_s))
+    assert sheet.magnitude("burst_throughput") == pytest.approx(sheet.magnitude("throughput"))
+
+
+def test_no_burst_and_the_default_rate_leave_the_closed_loop_as_it_was() -> None:
+    sheet = load().sheet
+    for burst, closed, ratio in (("burst_ttft", "ttft", 1), ("burst_throughput", "throughput", 1),
+                                 ("burst_wave_time", "cycle_time", 1000),  # ms and s
+                                 ("open_loop_throughput", "throughput", 1),
+                                 ("open_loop_throughput_total_per_gpu",
+                                  "throughput_total_per_gpu", 1)):
+        assert sheet.magnitude(burst) == pytest.approx(ratio * sheet.magnitude(closed)), burst
+
+
+def test_a_paced_run_is_held_against_lambda_times_osl(online) -> None:
+    runs = _h100_70b(online)
+    assert [r.request_rate for r in runs] == [2, 4, 8, 16, 32, math.inf]
+    compared = compare_runs(runs, Baseline.from_spec(ScenarioSpec()), levers=False)
+    for c, rate in zip(compared[:5], (2, 4, 8, 16, 32), strict=True):
+        m = c.metric("throughput")
+        assert c.setup.arrivals == PACED and c.setup.request_rate == rate
+        assert m.model_cell == "open_loop_throughput"
+        assert m.modelled == pytest.approx(rate * 256)  # the roofline keeps up with 32 req/s
+        assert c.setup.concurrency_source == "little"  # latencies stay at the in-flight count
+
+
+def test_a_max_load_run_of_known_count_is_a_burst(online) -> None:
+    *_, inf = _h100_70b(online)
+    (c,) = compare_runs([inf], Baseline.from_spec(ScenarioSpec()), levers=False)
+    assert (c.setup.arrivals, c.setup.burst_requests) == (BURST, 500)
+    assert c.setup.concurrency_source == "capacity"
+    sheet = load(ScenarioSpec(model="llama-3.1-70b", hardware="h100-sxm", precision="bf16",
+                              engine="trtllm", sets=(("tp", "4"), ("isl", "467"),
+                                                     ("osl", "256")))).sheet
+    capacity = sheet.magnitude("capacity_batch")
+    assert c.setup.concurrency == min(500, capacity)
+    assert c.metric("ttft").model_cell == "burst_ttft"
+    assert c.metric("throughput").model_cell == "burst_throughput"
+    assert any("a burst" in n for n in c.setup.notes)
+
+
+def test_a_max_load_run_of_unknown_count_stays_at_capacity() -> None:
+    run = read_runs(THROUGHPUT).runs[0]
+    assert run.completed is None and math.isinf(run.request_rate)
+    (c,) = compare_runs([run], Baseline.from_spec(ScenarioSpec(engine="trtllm")), levers=False)
+    assert c.setup.arrivals == CLOSED and c.setup.concurrency_source == "capacity"
+    assert any("not as a burst" in n for n in c.setup.notes)
+
+
+def test_a_saturated_paced_run_serves_its_capacity_and_says_so(online) -> None:
+    # the engine holds 4 sequences: 32 req/s × 256 tokens is far beyond what 4 serve
+    base = Baseline.from_spec(ScenarioSpec(sets=(("max_num_seqs", "4"),)))
+    qps32 = _h100_70b(online)[4]
+    (c,) = compare_runs([qps32], base, levers=False)
+    sheet = load(ScenarioSpec(model="llama-3.1-70b", hardware="h100-sxm", precision="bf16",
+                              engine="trtllm", sets=(("tp", "4"), ("isl", "467"),
+                                                     ("osl", "256"), ("max_num_seqs", "4"),
+                                                     ("concurrency", "4")))).sheet
+    capacity = sheet.magnitude("throughput")  # the roofline is monotone: best at the most held
+    assert c.metric("throughput").modelled == pytest.approx(capacity)
+    assert capacity < 32 * 256
+    assert any(n.startswith("saturated: ") and "queue grows" in n for n in c.setup.notes)
+
+
+def test_the_capacity_is_the_best_batch_the_replica_holds() -> None:
+    sheet = load(ScenarioSpec(sets=(("max_num_seqs", "64"),))).sheet
+    columns = {"concurrency": np.array([8.0, 8.0]), "request_rate": np.array([1.0, np.nan])}
+    values = evaluate_runs(sheet, columns, 2)
+    tried = [max(1.0, math.floor(64 * f)) for f in CAPACITY_FRACTIONS]
+    best = max(sheet.evaluate_columns({"concurrency": np.array(tried)}, len(tried),
+                                      only=["throughput"])["throughput"])
+    assert values["saturated_throughput"][0] == pytest.approx(best)
+    assert math.isnan(values["saturated_throughput"][1])  # a closed-loop row: not asked
+
+
+def test_a_fit_holds_paced_runs_against_their_open_loop_throughput(online) -> None:
+    base = Baseline.from_spec(ScenarioSpec())
+    compared = compare_runs(_h100_70b(online)[:2], base, levers=False)
+    for c, rate in zip(per_run(base, compared, {}), (2, 4), strict=True):
+        model, measured = c[1]["throughput"]
+        assert model == pytest.approx(rate * 256) and measured == c[0].metric(
+            "throughput").measured
+
+
+def test_a_burst_lasts_until_its_longest_output() -> None:
+    lambda_run = DATA / "lambda_vllm054_1xH100-80GB-SXM_prompt_10" / \
+        "Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
+    (run,) = read_runs(lambda_run).runs
+    (c,) = compare_runs([run], Baseline.from_spec(ScenarioSpec(hardware="h100-sxm",
+                                                               sets=(("tp", "1"),))),
+                        levers=False)
+    assert (c.setup.arrivals, c.setup.burst_requests, c.setup.concurrency) == (BURST, 10, 10)
+    longest = max(run.per_request.osl)  # 194 tokens over a mean of 442 / 10
+    spread = dict(c.setup.deployment)["osl_spread"]
+    assert float(spread) == pytest.approx(longest / c.setup.osl, rel=1e-6)
+    assert any(n.startswith("osl_spread ") for n in c.setup.notes)
+
+
+@pytest.mark.parametrize(("arrivals", "requests", "slack"), [
+    (PACED, 400, 2 / 20), (PACED, None, 0.0), (CLOSED, 400, 0.0), (BURST, 400, 0.0)])
+def test_a_paced_run_may_pass_its_offered_rate_by_its_poisson_draw(arrivals, requests, slack):
+    assert arrival_slack(arrivals, requests) == pytest.approx(slack)
