@@ -108,8 +108,8 @@ def test_tpot_is_a_step_over_the_tokens_a_step_emits(runs) -> None:
 
 
 def test_the_acceptance_is_held_when_no_fitted_run_speculates() -> None:
-    runs = [r for r in derive_runs(None, read_runs(PLAIN).runs) if (r.hardware, r.engine, r.precision) ==
-            ("h200", "trtllm", "fp8")][:3]
+    runs = [r for r in derive_runs(None, read_runs(PLAIN).runs)
+            if (r.hardware, r.engine, r.precision) == ("h200", "trtllm", "fp8")][:3]
     base = Baseline.from_spec(ScenarioSpec(sets=TRT_FLAG))
     fit = calibrate(runs, base, targets=("ttft_overhead", "spec_alpha"))
     assert "spec_alpha" not in fit.values and "ttft_overhead" in fit.values
