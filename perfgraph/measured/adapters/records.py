@@ -111,6 +111,9 @@ class MeasuredRun:
     #: cells derive its token rates from them and ``duration_s``
     tokens_in: float | None = None
     tokens_out: float | None = None
+    #: the engine settings the run's tool sized, as (cell, value or formula) for the setup to
+    #: pin (trtllm-bench's KV share, and its max_batch_size and max_num_tokens heuristic)
+    engine_settings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
