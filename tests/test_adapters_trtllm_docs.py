@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfgraph.measured.adapters import UnknownFormatError, read_runs
-from perfgraph.measured.adapters.trtllm_docs import model_name
+from perfgraph.measured.adapters.trtllm_docs import BENCH_SETTINGS, model_name
 from perfgraph.measured.comparison import compare_runs
 from perfgraph.measured.derived import derive_runs
 from perfgraph.measured.setup import Baseline
@@ -93,18 +93,37 @@ def test_throughput_cells(throughput):
 
 
 def test_a_max_load_run_is_modelled_at_the_engines_capacity(throughput):
+    """At what trtllm-bench sized: its KV share 0.95 and its heuristic's max batch size and
+    token budget pinned; the batch what the KV holds, under that max batch size."""
     run = next(r for r in throughput if r.model == "llama-3.1-70b" and r.tp == 4
                and r.hardware == "H200 141GB HBM3" and (r.isl, r.osl) == (2048, 2048))
+    assert run.engine_settings == BENCH_SETTINGS
     base = Baseline.from_spec(ScenarioSpec(engine="trtllm"))
     (c,) = compare_runs([run], base, levers=False)
     assert c.error is None and c.setup.concurrency_source == "capacity"
+    assert c.setup.deployment == BENCH_SETTINGS
     sheet = load(ScenarioSpec(model="llama-3.1-70b", hardware="h200", precision="fp8",
                               engine="trtllm", sets=(("tp", "4"), ("isl", "2048"),
-                                                     ("osl", "2048")))).sheet
-    held = math.floor(sheet.magnitude("max_concurrency"))
-    assert 1 <= held < sheet.magnitude("max_num_seqs")  # KV-bound, not the 2048 cap
-    assert c.setup.concurrency == held == sheet.magnitude("capacity_batch")
+                                                     ("osl", "2048"), *BENCH_SETTINGS))).sheet
+    assert sheet.magnitude("kv_memory_fraction") == 0.95
+    # the heuristic's estimate, 0.95 × (4 GPUs' HBM − weights) over 4096 tokens of KV, rounded
+    # up to 128s, is below what the KV holds after the runtime's reserve at the mean context
+    kv_request = 4096 * sheet.magnitude("kv_bytes_per_token", "GB/token")
+    estimate = 0.95 * (sheet.magnitude("hbm_total", "GB")
+                       - sheet.magnitude("weights_bytes", "GB")) / kv_request
+    assert 512 < estimate <= 768 == sheet.magnitude("bench_max_batch_size")
+    assert sheet.magnitude("max_num_seqs") == 768 < sheet.magnitude("max_concurrency")
+    assert c.setup.concurrency == 768 == sheet.magnitude("capacity_batch")
     assert c.metric("throughput").measured == 7130.44
+
+
+def test_an_explicit_set_wins_over_the_runs_settings(throughput):
+    run = next(r for r in throughput if r.model == "llama-3.1-8b")
+    base = Baseline.from_spec(ScenarioSpec(engine="trtllm", sets=(("max_num_seqs", "512"),)))
+    (c,) = compare_runs([run], base, levers=False)
+    assert ("max_num_seqs", "bench_max_batch_size") not in c.setup.deployment
+    assert ("kv_memory_fraction", "0.95") in c.setup.deployment
+    assert c.setup.concurrency == 512  # 8B at 128/128 on H200 holds thousands
 
 
 def test_a_gpu_outside_the_catalog_is_said(throughput):

@@ -467,7 +467,9 @@ MAX_LOAD_GPUS = ("H200", "H100", "A100", "L40S")
 def max_load_splits() -> tuple[Split, ...]:
     """Leave one model out on the maximum-load table (TensorRT-LLM 0.17, one build): per GPU,
     hold each model's runs and fit the other models' (throughput only: the table gives no
-    latency)."""
+    latency). Each run is modelled at the engine trtllm-bench built for it (the adapter's
+    ``engine_settings``: its KV share and its build heuristic's max batch size and token
+    budget, sheets/bench_sizing.toml), which the setup pins."""
     out = []
     for gpu in MAX_LOAD_GPUS:
         models = sorted({r.model for r in File(TRT_MAX, gpu=gpu).runs() if r.model})

@@ -224,7 +224,12 @@ def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tup
     if unused:
         notes.append(f"the file's {', '.join(unused)} not modelled (no such cell in the sheet "
                      "yet)")
-    return tuple(sets)
+    given = {cell for cell, _ in base.spec.sets}
+    pinned = [(c, v) for c, v in run.engine_settings if c in base.cells and c not in given]
+    if pinned:
+        notes.append("the engine as its benchmark tool sized it: "
+                     + ", ".join(f"{c} = {v}" for c, v in pinned))
+    return (*sets, *pinned)
 
 
 def _e2el_osl(run: MeasuredRun, osl: float, source: str, notes: list[str]) -> float:

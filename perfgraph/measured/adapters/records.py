@@ -136,6 +136,9 @@ class MeasuredRun:
     #: the caveats that need a derived value, checked once the run is derived (a derived
     #: run keeps none)
     late_caveats: tuple[LateCaveat, ...] = ()
+    #: the engine settings the run's tool sized, as (cell, value or formula) for the setup to
+    #: pin (trtllm-bench's KV share, and its max_batch_size and max_num_tokens heuristic)
+    engine_settings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Two tables, told apart by their header rows:
   "ISL, OSL"; a column is a GPU, with its precision in the row below the header; blank cells
   repeat the row above (model, TP). Each filled cell is one run, at the largest batch the engine
   holds (``MeasuredRun.request_rate`` infinite, no concurrency: ``perfgraph.measured.setup``
-  models it at capacity).
+  models it at capacity), the engine as trtllm-bench sized it (``BENCH_SETTINGS``, each run's
+  ``engine_settings``).
 * **Online** ("Model", "GPU", "TP", "QPS", "Mean TTFT(ms)", "Mean ITL(ms)" …): the Triton
   tensorrtllm_backend at Poisson request rates (QPS ``INF``: all at once); mean TTFT and ITL,
   total and output tokens/s. ``Tput(req/s)`` is printed as a whole number, so the request rate
@@ -47,6 +48,12 @@ _ONLINE_HEAD = ("model", "gpu", "tp", "input length", "output length", "qps", "t
                 "mean ttft(ms)", "mean itl(ms)", "total token tput (tok/s)",
                 "output tput (tok/s)")
 ENGINE = "TensorRT-LLM"
+#: How trtllm-bench sized each throughput run's engine (the perf-overview's "Reproducing
+#: Benchmarked Results"): ``trtllm-bench build --dataset`` takes max_batch_size and
+#: max_num_tokens from its tuning heuristic (the sheet's bench_* cells), and the benchmark ran
+#: with ``--kv_cache_free_gpu_mem_fraction 0.95`` "in majority of cases".
+BENCH_SETTINGS = (("kv_memory_fraction", "0.95"), ("max_num_seqs", "bench_max_batch_size"),
+                  ("max_num_batched_tokens", "bench_max_num_tokens"))
 #: What the online table leaves to the sheet's cells (perfgraph.measured.derived): its request
 #: throughput (``measured_request_throughput``) and mean E2EL (``measured_e2el``)
 ONLINE_DERIVED = (
@@ -124,7 +131,7 @@ class TrtllmThroughputAdapter(Adapter):
             model=model_name(record["model"]), hardware=gpu_name(record["gpu"]),
             precision=record["precision"] or None, tp=tp_of(record["tp"]),
             request_rate=math.inf, isl_configured=isl, osl_configured=osl,
-            engine="trtllm", engine_build=shared)
+            engine="trtllm", engine_build=shared, engine_settings=BENCH_SETTINGS)
 
 
 class TrtllmOnlineAdapter(Adapter):
