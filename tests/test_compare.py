@@ -141,9 +141,14 @@ def test_sglang_runs_need_model_hardware_and_tp_and_compare_medians():
     assert first.metric("ttft").statistic == "median"
     assert first.metric("tpot").measured_as == "itl_median"
     assert "ITL" in first.metric("tpot").definition
-    # rate-paced runs: held against the λ × OSL they were offered, which a Poisson draw of
-    # R requests can pass by a little (#1: 1 req/s × 534.5 tokens; 537.4 served)
-    assert all(c.setup.arrivals == "paced" for c in runs)
+    # rate-paced runs the server kept up with: held against the λ × OSL they were offered,
+    # which a Poisson draw of R requests can pass by a little (#1: 1 req/s × 534.5 tokens;
+    # 537.4 served); one that fell behind (under 90% of its rate) is the closed loop of its
+    # requests in flight
+    kept_up = [c.run.metrics["request_throughput"].value >= 0.9 * c.run.request_rate
+               for c in runs]
+    assert any(kept_up) and not all(kept_up)
+    assert [c.setup.arrivals for c in runs] == ["paced" if k else "closed" for k in kept_up]
     assert all(c.metric("throughput").possible < 1 + 2 / c.run.completed ** 0.5 for c in runs)
     assert runs[0].metric("throughput").modelled == pytest.approx(1.0 * runs[0].setup.osl)
     assert not any(f.id == "beats-roofline" for c in runs for f in c.findings)

@@ -99,12 +99,19 @@ def test_a_paced_run_is_held_against_lambda_times_osl(online) -> None:
     runs = _h100_70b(online)
     assert [r.request_rate for r in runs] == [2, 4, 8, 16, 32, math.inf]
     compared = compare_runs(runs, Baseline.from_spec(ScenarioSpec()), levers=False)
-    for c, rate in zip(compared[:5], (2, 4, 8, 16, 32), strict=True):
+    for c, rate in zip(compared[:3], (2, 4, 8), strict=True):
         m = c.metric("throughput")
         assert c.setup.arrivals == PACED and c.setup.request_rate == rate
         assert m.model_cell == "open_loop_throughput"
-        assert m.modelled == pytest.approx(rate * 256)  # the roofline keeps up with 32 req/s
+        assert m.modelled == pytest.approx(rate * 256)  # the roofline keeps up with 8 req/s
         assert c.setup.concurrency_source == "little"  # latencies stay at the in-flight count
+    # at 16 and 32 req/s the server completed 12.4 and 15.9 (the table's output tok/s ÷ 256),
+    # under 90% of the rate: its queue grew, so it ran at the batch Little's law counts, held
+    # as that closed loop
+    for fell_behind, rate in zip(compared[3:5], (16, 32), strict=True):
+        assert fell_behind.run.metrics["request_throughput"].value < 0.9 * rate
+        assert fell_behind.setup.arrivals == CLOSED
+        assert fell_behind.metric("throughput").model_cell == "throughput"
 
 
 def test_a_max_load_run_of_known_count_is_a_burst(online) -> None:
@@ -131,17 +138,18 @@ def test_a_max_load_run_of_unknown_count_stays_at_capacity() -> None:
 
 
 def test_a_saturated_paced_run_serves_its_capacity_and_says_so(online) -> None:
-    # the engine holds 4 sequences: 32 req/s × 256 tokens is far beyond what 4 serve
+    # the engine holds 4 sequences: 8 req/s × 256 tokens is far beyond what 4 serve (the
+    # measured server kept up with 8 req/s, so the run is held as the open loop it was)
     base = Baseline.from_spec(ScenarioSpec(sets=(("max_num_seqs", "4"),)))
-    qps32 = _h100_70b(online)[4]
-    (c,) = compare_runs([qps32], base, levers=False)
+    qps8 = _h100_70b(online)[2]
+    (c,) = compare_runs([qps8], base, levers=False)
     sheet = load(ScenarioSpec(model="llama-3.1-70b", hardware="h100-sxm", precision="bf16",
                               engine="trtllm", sets=(("tp", "4"), ("isl", "467"),
                                                      ("osl", "256"), ("max_num_seqs", "4"),
                                                      ("concurrency", "4")))).sheet
     capacity = sheet.magnitude("throughput")  # the roofline is monotone: best at the most held
     assert c.metric("throughput").modelled == pytest.approx(capacity)
-    assert capacity < 32 * 256
+    assert capacity < 8 * 256
     assert any(n.startswith("saturated: ") and "queue grows" in n for n in c.setup.notes)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.measured.adapters import MeasuredRun
+from perfgraph.measured.adapters.serving import KEPT_UP
 from perfgraph.measured.baseline import BURST, CAPACITY, CONFIG_CELLS, PACED, Baseline, RunSetup
 
 
@@ -48,13 +49,24 @@ def is_burst(run: MeasuredRun) -> bool:
 def arrivals_of(run: MeasuredRun, source: str) -> dict:
     """How the run's requests arrived, as RunSetup's ``arrivals``, ``request_rate`` and
     ``burst_requests``: a burst where it is modelled at capacity with its count known, paced
-    where the file gives a finite rate and no concurrency, else a closed loop."""
+    where the file gives a finite rate and no concurrency and the server kept up with it,
+    else a closed loop. A paced run whose server fell behind (it completed under KEPT_UP of
+    the rate: its queue grew) ran at the batch its queue gave it, not at capacity_batch: it is
+    held as the closed loop of its requests in flight (Little's law), whose throughput is
+    that batch ÷ its E2EL."""
     if source == CAPACITY and is_burst(run):
         return {"arrivals": BURST, "burst_requests": float(run.completed or 0)}
     rate = run.request_rate
-    if run.concurrency is None and rate is not None and math.isfinite(rate):
+    if run.concurrency is None and rate is not None and math.isfinite(rate) \
+            and _kept_up(run, rate):
         return {"arrivals": PACED, "request_rate": float(rate)}
     return {}
+
+
+def _kept_up(run: MeasuredRun, rate: float) -> bool:
+    """The run completed at least KEPT_UP of its configured rate (or does not say)."""
+    achieved = run.metrics.get("request_throughput")
+    return achieved is None or achieved.value is None or achieved.value >= KEPT_UP * rate
 
 
 def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:

@@ -157,8 +157,13 @@ def lengths_note(isl: float | None, osl: float | None, isl_cfg: float | None,
     return "; ".join(parts) + why if parts else None
 
 
+#: The share of its configured request rate a paced run must achieve to count as having kept up
+#: (below it the server fell behind and requests queued)
+KEPT_UP = 0.9
+
+
 def pacing_note(rate: float | None, achieved: float | None) -> str | None:
-    if rate is None or math.isinf(rate) or achieved is None or achieved >= 0.9 * rate:
+    if rate is None or math.isinf(rate) or achieved is None or achieved >= KEPT_UP * rate:
         return None
     return (
         f"achieved {achieved:.2f} requests/s < 90% of the configured rate {fmt_num(rate)}: "
