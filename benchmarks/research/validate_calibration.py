@@ -40,9 +40,12 @@ Why the method is as it is (each choice measured on these splits):
   eager launches of the steps carrying its prompt (TensorRT-LLM, SGLang, ATOM run them
   without a CUDA graph: prefill_eager_kernels × eager_kernel_step_time) before a flat
   ttft_overhead, which fits only where two models' kernel counts tell them apart: TTFT
-  pooled 47.5% → 39.7% (TPOT 10.2% → 10.1%, throughput 11.6% → 12.8%); the GPU splits'
-  TTFT 26.7% → 24.9%. Letting the flat term take what the launches leave at their 20 µs
-  bound gave 47.2%: what a DeepSeek fit leaves over does not carry over to a Llama.
+  pooled 47.5% → 39.9% (TPOT 10.2% → 8.7%, throughput 11.6% → 11.2%); the GPU splits'
+  TTFT 26.7% → 26.3%. Letting the flat term take what the launches leave at their 20 µs
+  bound gave 47.2%: what a DeepSeek fit leaves over does not carry over to a Llama. The
+  launches are charged to the chunk steps in TTFT, not to the decode step's mean (TPOT
+  10.1%, throughput 12.8% with them there: fitted on one model they stand in for the
+  per-kernel and per-sequence costs of every step).
   Per split, ``--runs`` prints each held-out run's model and measured figures.
 - The 80% band is split-conformal over the other splits of a kind: the plain p10–p90 of a
   profile's own splits covered 54% of held-out values, the conformal rank over them 64%;
