@@ -44,7 +44,8 @@ def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(InputError, match="expected some of"):
         calibrate(read_runs(H100_1K).runs, Baseline.from_spec(ScenarioSpec()),
                   targets=("seq_overhead",))
-    assert len(TARGETS) == 12  # one per-kernel term where two per-layer ones were; spec_alpha
+    assert len(TARGETS) == 13  # one per-kernel term where two per-layer ones were; spec_alpha;
+    # the eager launches of prompt-carrying steps
 
 
 @pytest.mark.parametrize(("table", "said"), [
@@ -69,19 +70,45 @@ def test_an_engine_files_realistic_table_is_checked(monkeypatch, table, said) ->
 def test_the_overhead_split_fits_only_what_the_models_tell_apart() -> None:
     from perfgraph.measured.targets import unidentified as _unidentified
 
-    def Run(params: float, kernels: float):  # noqa: N802 - what unidentified reads of a sheet
-        return type("S", (), {"magnitude": lambda _, c: {
-            "n_params": params, "kernels_per_step": kernels}[c]})()
-
+    # the first token's split held by the caller: this test is the step's
+    ttft = {"eager_kernel_step_time": 0.0, "ttft_overhead": 0.0}
     # Llama-70B alone, at TP 1 (800 kernels) and TP 8 (960): one model, so only the sum is
     # fixed, and it goes on the per-kernel term, which carries over to another model
-    one = [Run(70e9, 800), Run(70e9, 960)]
-    held, notes = _unidentified(one, {})
+    one = [_Run(70e9, 800), _Run(70e9, 960)]
+    held, notes = _unidentified(one, ttft)
     assert held == {"step_host_time": 0.0} and len(notes) == 1 and "one model" in notes[0]
     # DeepSeek-V3 at TP 8 (1623 kernels) beside it: the host's per-step share fits too
-    assert _unidentified([*one, Run(671e9, 1623)], {}) == ({}, ())
+    assert _unidentified([*one, _Run(671e9, 1623)], ttft) == ({}, ())
     # two models whose kernel counts agree do not tell the host from the kernels
-    assert _unidentified([Run(70e9, 960), Run(72e9, 960)], {})[0] == {"step_host_time": 0.0}
+    assert _unidentified([_Run(70e9, 960), _Run(72e9, 960)], ttft)[0] == \
+        {"step_host_time": 0.0}
     # a term held by the caller (an engine file, a per-engine refit) is not second-guessed
-    assert _unidentified(one, {"kernel_step_time": 5.0}) == ({}, ())
-    assert _unidentified(one, {"step_host_time": 1.0}) == ({}, ())
+    assert _unidentified(one, {**ttft, "kernel_step_time": 5.0}) == ({}, ())
+    assert _unidentified(one, {**ttft, "step_host_time": 1.0}) == ({}, ())
+
+
+def _Run(params: float, kernels: float, eager: bool = True):  # noqa: N802 - a sheet's reads
+    """What unidentified reads of a run's sheet: its model, its kernels, and the kernels a
+    prompt-carrying step launches one by one (all of them where the engine runs it eagerly)."""
+    cells = {"n_params": params, "kernels_per_step": kernels,
+             "prefill_eager_kernels": kernels if eager else 0.0}
+    return type("S", (), {"magnitude": lambda _, c: cells[c]})()
+
+
+def test_the_first_tokens_fixed_cost_goes_on_the_eager_launches_first() -> None:
+    from perfgraph.measured.targets import unidentified as _unidentified
+
+    step = {"kernel_step_time": 0.0, "step_host_time": 0.0}
+    # DeepSeek-R1 alone on an engine that runs prefill eagerly (TensorRT-LLM): one model
+    # fixes only launches + flat, and it goes on the launches, which scale with the model
+    held, notes = _unidentified([_Run(671e9, 1623)], step)
+    assert held == {"ttft_overhead": 0.0} and "one model" in notes[0]
+    # beside Llama-3.1-8B (320 kernels): the flat per-request cost fits too
+    assert _unidentified([_Run(671e9, 1623), _Run(8e9, 320)], step) == ({}, ())
+    # an engine that replays prefill from a graph (vLLM): no eager launch to fit (its column
+    # is 0 for every model), the flat term takes the first token's fixed cost
+    held, notes = _unidentified([_Run(70e9, 960, False), _Run(8e9, 320, False)], step)
+    assert held == {"eager_kernel_step_time": 0.0} and notes == (
+        "eager_kernel_step_time: held at 0: it moves none of these runs "
+        "(prefill_eager_kernels 0, 0)",)
+

@@ -1,8 +1,9 @@
 """CUDA graphs in the step model: the engine file's [cuda_graph] table as cells; a decode
 batch above the engine's largest captured one runs eagerly and pays every kernel's launch
 (kernels_per_step × eager_kernel_step_time), one within it replays a graph and does not. With
-eager_kernel_step_time at its default 0 the roofline (and every calibration, which does not
-set it) is unchanged."""
+eager_kernel_step_time at its default 0 the roofline is unchanged. A step that carries prompt
+tokens runs eagerly where the engine captures no mixed graph (TensorRT-LLM, SGLang, ATOM): its
+prefill, its chunk steps and their share of the decode steps pay the launches too."""
 
 from __future__ import annotations
 
@@ -57,3 +58,45 @@ def test_the_simulators_step_follows_the_engines_graphs() -> None:
     assert extra("trtllm", 129, 0) == pytest.approx(1.92, rel=1e-9)
     assert extra("trtllm", 64, 512) == pytest.approx(1.92, rel=1e-9)
     assert extra("vllm", 64, 512) == pytest.approx(0.0, abs=1e-9)
+
+
+def _delta(engine: str, cell: str, *sets: str) -> float:
+    """What eager_kernel_step_time = 2 µs adds to ``cell`` (ms)."""
+    return _sheet(engine, *sets, "eager_kernel_step_time=2 us").magnitude(cell, "ms") \
+        - _sheet(engine, *sets).magnitude(cell, "ms")
+
+
+def test_a_prefill_run_eagerly_pays_every_kernels_launch() -> None:
+    # Llama 70B at TP 2 under TensorRT-LLM: its 960 kernels launched one by one, 960 × 2 µs
+    # = 1.92 ms on the prompt's prefill and so on its TTFT; vLLM replays prefill from a
+    # piecewise graph: nothing
+    trt = _sheet("trtllm", "tp=2", "concurrency=64", "eager_kernel_step_time=2 us")
+    assert trt.magnitude("prefill_eager_kernels") == 960
+    assert trt.magnitude("prefill_eager_step_time", "ms") == pytest.approx(1.92, rel=1e-9)
+    assert _delta("trtllm", "prefill_time", "tp=2", "concurrency=64") == \
+        pytest.approx(1.92, rel=1e-9)
+    assert _delta("trtllm", "ttft", "tp=2", "concurrency=64") == pytest.approx(1.92, rel=1e-9)
+    vllm = _sheet("vllm", "tp=2", "eager_kernel_step_time=2 us")
+    assert vllm.magnitude("prefill_eager_kernels") == 0
+    assert _delta("vllm", "ttft", "tp=2") == pytest.approx(0.0, abs=1e-9)
+    # prompts that do not ride the decode steps leave the decode step alone
+    assert _delta("trtllm", "decode_step_time", "tp=2", "concurrency=64") == \
+        pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_chunk_step_run_eagerly_pays_every_kernels_launch() -> None:
+    # the same with prompts riding the decode steps, timed apart (as calibration runs them):
+    # each step that carries a chunk pays 1.92 ms, on the prompt's TTFT; the decode step's
+    # mean over the steps with and without a chunk (1 in 1024 / 63 others) leaves it out;
+    # a batch of 129 above the 128 captured already pays them on every step
+    sets = ("tp=2", "concurrency=64", "prefill_in_step=true", "prefill_chunk_steps=true")
+    on = _sheet("trtllm", *sets, "eager_kernel_step_time=2 us")
+    assert on.magnitude("chunk_step_share") == pytest.approx(63 / 1024, rel=1e-9)
+    assert on.magnitude("chunk_eager_step_time", "ms") == pytest.approx(1.92, rel=1e-9)
+    assert _delta("trtllm", "chunk_step_time", *sets) == pytest.approx(1.92, rel=1e-9)
+    assert _delta("trtllm", "decode_step_time", *sets) == pytest.approx(0.0, abs=1e-9)
+    # its TTFT: the one chunk step, 1.92 ms, and half a decode step's wait (unchanged)
+    assert _delta("trtllm", "ttft", *sets) == pytest.approx(1.92, rel=1e-9)
+    above = _sheet("trtllm", *sets[:1], "concurrency=129", *sets[2:],
+                   "eager_kernel_step_time=2 us")
+    assert above.magnitude("chunk_eager_step_time", "ms") == 0

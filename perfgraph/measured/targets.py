@@ -40,6 +40,9 @@ TARGETS = (
     Target("kernel_step_time", 0.0, 20.0, "fixed time each kernel of a step adds"),
     Target("seq_step_overhead", 0.0, 200.0, "time each running sequence adds to a step"),
     Target("ttft_overhead", 0.0, 1000.0, "fixed cost before the first token"),
+    Target("eager_kernel_step_time", 0.0, 20.0,
+           "CPU launch each kernel of an eagerly run step adds (a few µs to ~20 µs; 0 where "
+           "the launches hide behind the GPU's work)"),
     Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
     Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
     Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
@@ -87,31 +90,52 @@ def documented(runs: Sequence[Comparison], base: Baseline) -> tuple[str | None, 
 #: DeepSeek layer's ~25 kernels are not a Llama layer's 10), the host's per-step share
 #: fitting only where two models' (or TP sizes') kernel counts tell it apart.
 SPLIT_OVERHEAD = (("kernel_step_time", "kernels_per_step"), ("step_host_time", None))
+#: The first token's fixed cost the same way: the eager launches of the steps that carry its
+#: prompt (prefill_eager_kernels: the model's kernel count where the engine runs those steps
+#: without a CUDA graph, 0 where it replays one) before the flat per-request cost (tokenise,
+#: schedule, detokenise, HTTP). One model's runs fix only their sum; put on the launches it
+#: carries over to a model with another kernel count, where a flat constant fitted on a
+#: DeepSeek (~1,600 kernels) would charge a Llama-8B (~320) the same tens of ms.
+SPLIT_TTFT = (("eager_kernel_step_time", "prefill_eager_kernels"), ("ttft_overhead", None))
+SPLITS = (SPLIT_OVERHEAD, SPLIT_TTFT)
 
 
-def _per_model(sheets: Sequence[Sheet]) -> list[tuple[float, ...]]:
-    """Each model's mean of the ``SPLIT_OVERHEAD`` columns over its runs' sheets (a model is
-    its ``n_params``): one model at two TP sizes is still one model, so its two kernel
-    counts do not on their own tell the host's share from the kernels'."""
+def _per_model(sheets: Sequence[Sheet], split: Sequence[tuple[str, str | None]],
+               ) -> list[tuple[float, ...]]:
+    """Each model's mean of the ``split``'s columns over its runs' sheets (a model is its
+    ``n_params``): one model at two TP sizes is still one model, so its two kernel counts
+    do not on their own tell the host's share from the kernels'."""
     rows: dict[float, list[tuple[float, ...]]] = {}
     for s in sheets:
         rows.setdefault(s.magnitude("n_params"), []).append(
-            tuple(1.0 if c is None else s.magnitude(c) for _, c in SPLIT_OVERHEAD))
+            tuple(1.0 if c is None else s.magnitude(c) for _, c in split))
     return sorted(tuple(float(x) for x in np.mean(r, axis=0)) for r in rows.values())
 
 
 def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
                   ) -> tuple[dict[str, float], tuple[str, ...]]:
-    """The step-overhead terms the runs cannot tell apart from the ones before them, held at
-    0 (and why): ``kernels_per_step × kernel_step_time + step_host_time`` is fixed by runs
-    of one model as a sum, so a term fits only when its column over the models (their
-    kernel counts; a 1 for the host's share) is independent of the columns of the terms
-    fitted before it."""
-    models = _per_model(sheets)
+    """The fixed-cost terms (``SPLITS``) the runs cannot tell apart from the ones before
+    them, held at 0 (and why)."""
+    held: dict[str, float] = {}
+    notes: tuple[str, ...] = ()
+    for split in SPLITS:
+        more, said = _unidentified(sheets, fixed, split)
+        held, notes = {**held, **more}, notes + said
+    return held, notes
+
+
+def _unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
+                  split: Sequence[tuple[str, str | None]],
+                  ) -> tuple[dict[str, float], tuple[str, ...]]:
+    """One split's terms held at 0: e.g. ``kernels_per_step × kernel_step_time +
+    step_host_time`` is fixed by runs of one model as a sum, so a term fits only when its
+    column over the models (their kernel counts; a 1 for the flat share) is independent of
+    the columns of the terms fitted before it."""
+    models = _per_model(sheets, split)
     held: dict[str, float] = {}
     notes: list[str] = []
     columns: list[np.ndarray] = []
-    for i, (term, count) in enumerate(SPLIT_OVERHEAD):
+    for i, (term, count) in enumerate(split):
         column = np.array([m[i] for m in models], dtype=float)
         if term in fixed:
             continue
@@ -119,8 +143,11 @@ def unidentified(sheets: Sequence[Sheet], fixed: Mapping[str, float],
             held[term] = 0.0
             shown = "one model" if count is None else \
                 f"{count} {', '.join(f'{m[i]:g}' for m in models)}"
+            if not column.any():
+                notes.append(f"{term}: held at 0: it moves none of these runs ({shown})")
+                continue
             notes.append(f"{term}: held at 0: these runs' models do not tell its cost from the "
-                         f"step's other fixed costs ({shown}); fitted as part of them")
+                         f"other fixed costs fitted with it ({shown}); fitted as part of them")
         else:
             columns.append(column)
     return held, tuple(notes)
