@@ -18,7 +18,7 @@ import numpy as np
 from perfgraph.engine.numbers import number
 from perfgraph.engine.sheet import Sheet
 from perfgraph.measured.adapters import MeasuredRun
-from perfgraph.measured.adapters.serving import KEPT_UP
+from perfgraph.measured.adapters.serving import kept_up
 from perfgraph.measured.baseline import BURST, CAPACITY, CONFIG_CELLS, PACED, Baseline, RunSetup
 
 
@@ -57,16 +57,11 @@ def arrivals_of(run: MeasuredRun, source: str) -> dict:
     if source == CAPACITY and is_burst(run):
         return {"arrivals": BURST, "burst_requests": float(run.completed or 0)}
     rate = run.request_rate
+    achieved = run.metrics.get("request_throughput")
     if run.concurrency is None and rate is not None and math.isfinite(rate) \
-            and _kept_up(run, rate):
+            and kept_up(rate, achieved.value if achieved is not None else None):
         return {"arrivals": PACED, "request_rate": float(rate)}
     return {}
-
-
-def _kept_up(run: MeasuredRun, rate: float) -> bool:
-    """The run completed at least KEPT_UP of its configured rate (or does not say)."""
-    achieved = run.metrics.get("request_throughput")
-    return achieved is None or achieved.value is None or achieved.value >= KEPT_UP * rate
 
 
 def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:

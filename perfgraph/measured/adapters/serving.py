@@ -162,8 +162,14 @@ def lengths_note(isl: float | None, osl: float | None, isl_cfg: float | None,
 KEPT_UP = 0.9
 
 
+def kept_up(rate: float, achieved: float | None) -> bool:
+    """A paced run's server completed at least KEPT_UP of its configured request rate (or
+    the run sent everything at once, or does not say what it achieved)."""
+    return math.isinf(rate) or achieved is None or achieved >= KEPT_UP * rate
+
+
 def pacing_note(rate: float | None, achieved: float | None) -> str | None:
-    if rate is None or math.isinf(rate) or achieved is None or achieved >= KEPT_UP * rate:
+    if rate is None or kept_up(rate, achieved):
         return None
     return (
         f"achieved {achieved:.2f} requests/s < 90% of the configured rate {fmt_num(rate)}: "
