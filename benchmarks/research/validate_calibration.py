@@ -385,19 +385,22 @@ IX_GPU_SPLITS = tuple(_gpu_split(f, h, e) for e in ("sglang", "trtllm")
                       for f, h in (("b200", "h200"), ("h200", "b200")))
 #: Fit the FP8 rows of a hardware × engine, hold its FP4 rows (each run's precision from the
 #: row: FP4 weights and FP4 compute): what the FP8 profile says of FP4, not a profile's split
+#: The hardware × engine pairs with FP4 rows
+IX_FP4_PAIRS = (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom"))
 IX_PRECISION_SPLITS = tuple(
     Split(f"{_label(Rows(h, e)).rsplit(' ', 1)[0]}: fit FP8, hold FP4", "precision", (Rows(h, e),),
           (Rows(h, e, "fp4"),))
-    for h, e in (("b200", "sglang"), ("b200", "trtllm"), ("mi355x", "sglang"), ("mi355x", "atom")))
+    for h, e in IX_FP4_PAIRS)
+#: Every hardware × engine × precision of the rows
+IX_ROWS = tuple((h, e, p) for p, pairs in (("fp8", IX_PAIRS), ("fp4", IX_FP4_PAIRS))
+                for h, e in pairs)
 #: Fit the rows of a hardware × engine × precision that do not speculate, hold its MTP rows:
 #: what a profile fitted without MTP says of MTP, the acceptance held at its documented
 #: default (the sheet's spec_alpha; no fitted run speculates, so it is not fitted)
 SPEC_SPLITS = tuple(
     Split(f"{_label(Rows(h, e, p))}: fit without MTP, hold MTP", "spec", (Rows(h, e, p),),
-          (Rows(h, e, p, path=IX_MTP),), pair=(h, e))
-    for p, pairs in (("fp8", IX_PAIRS), ("fp4", (("b200", "sglang"), ("b200", "trtllm"),
-                                                  ("mi355x", "sglang"), ("mi355x", "atom"))))
-    for h, e in pairs)
+          (_with_mtp(Rows(h, e, p)),), pair=(h, e))
+    for h, e, p in IX_ROWS)
 #: Fit the efficiencies on a hardware × engine × precision's rows without MTP (every ISL/OSL),
 #: then the acceptance alone on its MTP rows of two ISL/OSL; hold its MTP rows of the third:
 #: what an acceptance fitted from measured MTP runs says of MTP at another workload
@@ -406,9 +409,7 @@ ACCEPT_SPLITS = tuple(
           f"{' + '.join(_shape(o) for o in SHAPES if o != shape)}, hold MTP {_shape(shape)}",
           "acceptance", (Rows(h, e, p),), (_with_mtp(Rows(h, e, p, shape)),), pair=(h, e),
           accept=tuple(_with_mtp(Rows(h, e, p, o)) for o in SHAPES if o != shape))
-    for p, pairs in (("fp8", IX_PAIRS), ("fp4", (("b200", "sglang"), ("b200", "trtllm"),
-                                                  ("mi355x", "sglang"), ("mi355x", "atom"))))
-    for h, e in pairs for shape in SHAPES
+    for h, e, p in IX_ROWS for shape in SHAPES
     if _with_mtp(Rows(h, e, p, shape)).runs()
     and any(_with_mtp(Rows(h, e, p, o)).runs() for o in SHAPES if o != shape))
 
