@@ -452,8 +452,11 @@ def _online(gpu: str, *models: str) -> File:
 
 
 TRT_SPLITS = (
-    Split("H200 TensorRT-LLM: fit DeepSeek-R1 (1.1+, FP8), hold Llama-3.1 8B + 70B (0.14, BF16)",
-          "model", (Rows("h200", "trtllm"),), (_online("H200"),),
+    # two models and a whole build held out at once: every run of build 0.14 against a fit on
+    # the 1.1+ builds alone, so a leave-one-build-out (the three splits below that hold one
+    # model each are H200 TensorRT-LLM's leave-one-model-out)
+    Split("H200 TensorRT-LLM: fit builds 1.1+ (DeepSeek-R1, FP8), hold build 0.14 (Llama-3.1 "
+          "8B + 70B, BF16)", "build", (Rows("h200", "trtllm"),), (_online("H200"),),
           pair=("h200", "trtllm")),
     Split("H200 TensorRT-LLM: fit Llama-3.1 8B + 70B (0.14, BF16), hold DeepSeek-R1 (1.1+, FP8)",
           "model", (_online("H200"),), (Rows("h200", "trtllm"),),
@@ -818,8 +821,8 @@ DATASETS = ("InferenceMAX Llama-3.3-70B FP8, vLLM", "InferenceX DeepSeek-R1-0528
 
 def _dataset(split: Split) -> str:
     """The measured set a split's runs come from: InferenceMAX files, InferenceX rows, or
-    (leave-one-model-out) several sources."""
-    if split.kind == "model":
+    several sources (leave one model out; a fit on one source held against another)."""
+    if split.kind == "model" or isinstance(split.fit[0], Rows) != isinstance(split.held[0], Rows):
         return DATASETS[2]
     return DATASETS[1] if isinstance(split.fit[0], Rows) else DATASETS[0]
 
