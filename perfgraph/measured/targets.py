@@ -43,7 +43,10 @@ TARGETS = (
     Target("eager_kernel_step_time", 0.0, 20.0,
            "CPU launch each kernel of an eagerly run step adds (a few µs to ~20 µs; 0 where "
            "the launches hide behind the GPU's work)"),
-    Target("ttft_wait_steps", 0.0, 4.0, "decode steps a first token waits beyond its own"),
+    # at most one step for each of its mechanisms (realistic.toml ttft_wait_steps): the
+    # executor's fetch at an iteration's start and the overlap scheduler's one-step-late
+    # tokens; a fit that wants more is absorbing some other first-token cost
+    Target("ttft_wait_steps", 0.0, 2.0, "decode steps a first token waits beyond its own"),
     Target("tp_comm_exposed", 0.0, 1.0, "exposed fraction of the TP all-reduces"),
     Target("link_efficiency", 0.3, 1.0, "achievable fraction of the link in an all-reduce"),
     Target("spec_alpha", 0.3, 0.95,
