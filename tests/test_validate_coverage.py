@@ -65,3 +65,16 @@ def test_coverage_from_refuses_a_file_that_is_not_its_json(script, tmp_path, mon
     with pytest.raises(SystemExit) as exc:
         script.main()
     assert str(exc.value).startswith(f"--coverage-from {bad}: not this script's --json")
+
+
+def test_every_leave_one_model_out_split_holds_one_model_it_does_not_fit(script) -> None:
+    """Each split of kind "model" holds the runs of exactly one model and fits none of its
+    runs; the split that holds both Llamas of TensorRT-LLM 0.14 out at once is a build split."""
+    splits = [s for s in script.every_split() if s.kind == "model"]
+    assert len(splits) == 20
+    for split in splits:
+        script.check_kind(split)
+    two = next(s for s in script.every_split() if "hold build 0.14" in s.name)
+    assert two.kind == "build" and len(script.models_of(two.held)) == 2
+    with pytest.raises(ValueError, match="holds one model out"):
+        script.check_kind(script.replace(two, kind="model"))

@@ -89,7 +89,7 @@ from perfgraph.measured.calibration import (  # noqa: E402
     per_run,
 )
 from perfgraph.measured.comparison import Comparison, compare_runs  # noqa: E402
-from perfgraph.measured.setup import Baseline  # noqa: E402
+from perfgraph.measured.setup import Baseline, model_slug  # noqa: E402
 from perfgraph.measured.span import domain_of  # noqa: E402
 from perfgraph.measured.targets import FIT_METRICS, SPECULATIVE  # noqa: E402
 from perfgraph.measured.targets import TARGETS as FITTED  # noqa: E402
@@ -732,9 +732,27 @@ def _ratios(table: list[dict], metric: str) -> list[float]:
     return [r for g in _groups(table, metric) for r in g]
 
 
+def models_of(sources: tuple[Source, ...]) -> set[str]:
+    """The catalog models of the sources' runs (a file that names none: its PROVENANCE's)."""
+    return {model_slug(r.model) or model_slug(s.model if isinstance(s, File) else None)
+            or "?" for s in sources for r in _runs((s,))}
+
+
+def check_kind(split: Split) -> None:
+    """A leave-one-model-out split holds one model the fit never saw: one that holds two at
+    once (or a model it also fits) is another kind of split, refused here."""
+    if split.kind != "model":
+        return
+    fitted, held = models_of(split.fit), models_of(split.held)
+    if len(held) != 1 or held & fitted:
+        raise ValueError(f"{split.name}: a model split holds one model out, not fitted; it "
+                         f"holds {sorted(held)} and fits {sorted(fitted)}")
+
+
 def run_split(split: Split) -> Fit:
     """The split's fit held against its held-out runs; with ``accept``, in two stages: the
     efficiencies on ``fit``, then the acceptance alone on ``accept`` with them held."""
+    check_kind(split)
     held_base = Baseline.from_spec(_spec(split.held, split.sets))
     if not split.accept:
         return _fit(_parts(split.fit, split.sets), holdout=_runs(split.held),
