@@ -109,6 +109,11 @@ class Baseline:
                    scenario.sheet)
 
     @property
+    def set_cells(self) -> frozenset[str]:
+        """The cells the user pinned with ``--set``: what a run's own settings never override."""
+        return frozenset(name for name, _ in self.spec.sets)
+
+    @property
     def reference(self) -> str:
         """What the runs are held against: the roofline, or the calibration's label."""
         return self.label

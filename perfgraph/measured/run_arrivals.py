@@ -29,7 +29,7 @@ def burst_spread(run: MeasuredRun, osl: float, arrivals: str | None, base: Basel
     ends (an explicit ``--set osl_spread`` wins)."""
     record = run.per_request
     if arrivals != BURST or record is None or not record.osl or osl <= 0 or \
-            any(cell == "osl_spread" for cell, _ in base.spec.sets):
+            "osl_spread" in base.set_cells:
         return ()
     spread = max(1.0, max(record.osl) / osl)
     if spread == 1.0:

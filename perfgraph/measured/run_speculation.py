@@ -22,7 +22,7 @@ def speculative_sets(run: MeasuredRun, base: Baseline,
         notes.append(f"speculative decoding {run.spec_decoding!r} not modelled (only MTP "
                      "is): modelled without speculation")
         return ()
-    given = {cell for cell, _ in base.spec.sets}
+    given = base.set_cells
     sets = tuple((cell, value) for cell, value in (("spec_k", "mtp_draft_tokens"),
                                                    ("spec_draft_layers", "1"))
                  if cell not in given)

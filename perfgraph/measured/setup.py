@@ -189,7 +189,7 @@ def _kv_cache(engine: str | None, precision: str, base: Baseline,
     ``kv_bytes = activation_bytes``; "checkpoint" (TensorRT-LLM) keeps the precision's
     kv_bytes. A ``--set kv_bytes`` (a run that used an FP8 KV cache) wins."""
     name = engine or (base.engine if "engine" in base.explicit else None)
-    if name is None or any(cell == "kv_bytes" for cell, _ in base.spec.sets):
+    if name is None or "kv_bytes" in base.set_cells:
         return ()
     entry = engine_entry(name)
     table = precisions().data
@@ -224,8 +224,8 @@ def _deployment(run: MeasuredRun, base: Baseline, notes: list[str]) -> tuple[tup
     if unused:
         notes.append(f"the file's {', '.join(unused)} not modelled (no such cell in the sheet "
                      "yet)")
-    given = {cell for cell, _ in base.spec.sets}
-    pinned = [(c, v) for c, v in run.engine_settings if c in base.cells and c not in given]
+    pinned = [(c, v) for c, v in run.engine_settings
+              if c in base.cells and c not in base.set_cells]
     if pinned:
         notes.append("the engine as its benchmark tool sized it: "
                      + ", ".join(f"{c} = {v}" for c, v in pinned))
