@@ -59,7 +59,7 @@ from perfgraph.measured.open_loop import (  # noqa: F401 (MODEL_CELL re-exported
     throughput_cell,
 )
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
-from perfgraph.measured.setup import CONFIG_CELLS, Baseline, RunSetup, setup_run
+from perfgraph.measured.setup import Baseline, RunSetup, setup_run
 from perfgraph.measured.setup import at_capacity as at_capacity
 from perfgraph.measured.setup import config_columns as config_columns
 from perfgraph.scenario.loading import Scenario, ScenarioSpec, load
@@ -331,12 +331,8 @@ def _why(sheet: Sheet, setup: RunSetup, cell: str) -> str:
     """Why the model has no value for ``cell`` at this run's configuration."""
     fork = sheet.fork()
     try:
-        for name in CONFIG_CELLS:
-            fork.set(name, getattr(setup, name))
-        if setup.arrivals == PACED:
-            fork.set("request_rate", setup.request_rate)
-        if setup.arrivals == BURST:
-            fork.set("burst_requests", setup.burst_requests)
+        for name, column in config_columns([setup]).items():
+            fork.set(name, float(column[0]))
     except PerfgraphError as exc:
         return f"the model refuses this configuration: {exc}"
     error = fork.error(cell)
