@@ -172,8 +172,8 @@ def pacing_note(rate: float | None, achieved: float | None) -> str | None:
     if rate is None or kept_up(rate, achieved):
         return None
     return (
-        f"achieved {achieved:.2f} requests/s < 90% of the configured rate {fmt_num(rate)}: "
-        "the server did not keep up and requests queued"
+        f"achieved {achieved:.2f} requests/s < {KEPT_UP:.0%} of the configured rate "
+        f"{fmt_num(rate)}: the server did not keep up and requests queued"
     )
 
 
