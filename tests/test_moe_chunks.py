@@ -65,3 +65,27 @@ def test_a_prompt_waits_half_the_schedulers_poll_interval(interval) -> None:
     if interval == 1:  # SGLang's default: the half step the sheet always had
         assert s.magnitude("ttft_chunk_wait", "ms") == pytest.approx(
             1.5 * s.magnitude("decode_step_time", "ms"))
+
+
+@pytest.mark.parametrize("users, share", [(1, 0.0), (2, 1.0), (4, 1.0)])
+def test_a_prompt_that_finds_the_engine_idle_waits_for_no_poll(users, share) -> None:
+    """One user's prompt arrives when its own request has ended: nothing runs, no step is in
+    flight and the poll comes at once (SGLang's recv skipper counts decode steps only), so
+    its wait is none; from two users on the others are always running and it waits the
+    whole interval's half and ttft_wait_steps."""
+    s = _sheet(*REALISTIC, ("concurrency", users), ("scheduler_recv_interval", 10),
+               ("ttft_wait_steps", 2))
+    assert s.magnitude("arrival_finds_batch") == share
+    assert s.magnitude("ttft_chunk_wait", "ms") == pytest.approx(
+        share * (s.magnitude("ttft_prefill_chunks") + 10 / 2 + 2)
+        * s.magnitude("decode_step_time", "ms"))
+
+
+def test_a_paced_prompt_finds_others_running_by_chance() -> None:
+    """Paced at a rate with L = 0.25 requests in flight: Poisson arrivals see the time
+    average, and the count in flight is Poisson, so a prompt finds one or more running with
+    probability 1 − e^−0.25 = 22.1% (a closed loop of 0.25 users would say none)."""
+    s = _sheet(*REALISTIC, ("concurrency", 0.25), ("open_arrivals", "true"))
+    assert s.magnitude("arrival_finds_batch") == pytest.approx(0.2212, abs=1e-4)
+    closed = _sheet(*REALISTIC, ("concurrency", 0.25))
+    assert closed.magnitude("arrival_finds_batch") == 0

@@ -156,15 +156,26 @@ def test_a_roofline_batch_past_the_threshold_stays_full() -> None:
     assert s.preemptions == 0 and s.batch.mean >= 0.95 * 320
 
 
-def test_a_first_token_comes_ttft_wait_steps_steps_after_its_prompts_last_step() -> None:
-    """ttft_wait_steps = 2: one 8k prompt alone, its first token two of its last step's
-    times after that step ends (the step's own time stands for a step's), as the sheet's
-    ttft_chunk_wait adds two decode steps."""
+def _first_after_last_step(requests: int) -> tuple[float, float, float]:
+    """The last request's first token, the end of the last step that carried its prompt and
+    that step's time, for ``requests`` 8k prompts sent at once (ttft_wait_steps = 2)."""
     sets = ("tp=4", "ttft_wait_steps=2", "ttft_overhead=5 ms")
     run = simulate(load(replace(H100_8K, sets=tuple(map(parse_set, sets)))).sheet,
-                   Setup(rate=float("inf"), requests=1, lengths="fixed"))
-    steps, first = run.engine.log.arrays(), run.engine.reqs.table()["first_token"][0]
+                   Setup(rate=float("inf"), requests=requests, lengths="fixed"))
+    steps, first = run.engine.log.arrays(), run.engine.reqs.table()["first_token"][-1]
     last = int(sum(1 for p in steps["prefill"] if p > 0)) - 1
     dt = steps["end"][last] - (steps["end"][last - 1] if last else 0.0)
     assert run.model.ttft_wait_steps == 2
-    assert first == pytest.approx(steps["end"][last] + 0.005 + 2 * dt)
+    return first, steps["end"][last], dt
+
+
+def test_a_first_token_comes_ttft_wait_steps_steps_after_its_prompts_last_step() -> None:
+    """ttft_wait_steps = 2: the second of two 8k prompts, whose last chunk runs beside the
+    first's decode, has its first token two of its last step's times after that step ends
+    (the step's own time stands for a step's), as the sheet's ttft_chunk_wait adds two
+    decode steps; one prompt alone finds the engine idle and waits for none
+    (arrival_finds_batch = 0)."""
+    first, end, dt = _first_after_last_step(2)
+    assert first == pytest.approx(end + 0.005 + 2 * dt)
+    first, end, _ = _first_after_last_step(1)
+    assert first == pytest.approx(end + 0.005)

@@ -66,12 +66,14 @@ def arrivals_of(run: MeasuredRun, source: str) -> dict:
 
 def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:
     """The setups' serving inputs as columns of the sheet; ``request_rate`` (NaN for a run
-    not paced) and ``burst_requests`` only where some run is paced or a burst."""
+    not paced) and ``open_arrivals`` only where some run is paced, ``burst_requests`` only
+    where some run is a burst."""
     columns = {name: np.array([getattr(s, name) for s in setups], dtype=float)
                for name in CONFIG_CELLS}
     if any(s.arrivals == PACED for s in setups):
         columns["request_rate"] = np.array([s.request_rate if s.arrivals == PACED else math.nan
                                             for s in setups], dtype=float)
+        columns["open_arrivals"] = np.array([s.arrivals == PACED for s in setups], dtype=float)
     if any(s.arrivals == BURST for s in setups):
         columns["burst_requests"] = np.array([s.burst_requests for s in setups], dtype=float)
     return columns

@@ -318,7 +318,8 @@ class Engine:
 
     def _apply(self, chunks: list[tuple[int, int]], dt: float) -> None:
         """Advance the chunks; a prompt done gives its (next) token (a first one
-        ``ttft_wait_steps`` steps of ``dt`` later, as the engine returns it)."""
+        ``ttft_wait_steps`` steps of ``dt`` later, as the engine returns it, where other
+        requests are decoding: realistic.toml arrival_finds_batch)."""
         r = self.reqs
         for i, c in chunks:
             r.done[i] += c
@@ -327,7 +328,7 @@ class Engine:
             self.prefilling.remove(i)
             if r.gen[i] == 0:
                 r.t_first[i] = self.out + self.model.ttft_overhead \
-                    + self.model.ttft_wait_steps * dt
+                    + (self.model.ttft_wait_steps * dt if self.decoding else 0.0)
             else:  # resumed: its client's gap, from delivery to delivery
                 self.log.gap(self.out - r.t_last[i])
             r.gen[i] += 1
