@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfgraph.measured.achieved import in_unit
 from perfgraph.measured.adapters import read_runs
 from perfgraph.measured.baseline import BURST, CLOSED, PACED
 from perfgraph.measured.calibration import per_run
 from perfgraph.measured.comparison import compare_runs
-from perfgraph.measured.open_loop import CAPACITY_FRACTIONS, arrival_slack, evaluate_runs
+from perfgraph.measured.open_loop import arrival_slack, evaluate_runs
 from perfgraph.measured.setup import Baseline
 from perfgraph.scenario.loading import ScenarioSpec, load
 
@@ -153,15 +154,33 @@ def test_a_saturated_paced_run_serves_its_capacity_and_says_so(online) -> None:
     assert any(n.startswith("saturated: ") and "queue grows" in n for n in c.setup.notes)
 
 
-def test_the_capacity_is_the_best_batch_the_replica_holds() -> None:
+def test_the_capacity_is_the_throughput_at_the_batch_the_replica_holds() -> None:
     sheet = load(ScenarioSpec(sets=(("max_num_seqs", "64"),))).sheet
     columns = {"concurrency": np.array([8.0, 8.0]), "request_rate": np.array([1.0, np.nan])}
     values = evaluate_runs(sheet, columns, 2)
-    tried = [max(1.0, math.floor(64 * f)) for f in CAPACITY_FRACTIONS]
-    best = max(sheet.evaluate_columns({"concurrency": np.array(tried)}, len(tried),
-                                      only=["throughput"])["throughput"])
-    assert values["saturated_throughput"][0] == pytest.approx(best)
+    assert sheet.magnitude("capacity_batch") == 64
+    at_64 = sheet.evaluate_columns({"concurrency": np.array([64.0])}, 1, only=["throughput"])
+    assert values["saturated_throughput"][0] == pytest.approx(at_64["throughput"][0])
     assert math.isnan(values["saturated_throughput"][1])  # a closed-loop row: not asked
+
+
+def test_a_saturated_replica_runs_what_its_token_budget_admits() -> None:
+    """Llama-3.1-8B on an H200 under TensorRT-LLM, 467 in / 16 out: each running request
+    needs 1 decode token a step and its 467 prompt tokens over its 16 steps, so 8192 tokens
+    a step sustain 8192 × 16 ÷ (467 + 16) = 271 requests however many wait; the capacity
+    is the throughput of 271 running, the other users queued (before the cap, 1254 ran with
+    prompt tokens far beyond the budget, and the sheet gave a fifth of it)."""
+    sheet = load(ScenarioSpec(model="llama-3.1-8b", hardware="h200", engine="trtllm",
+                              precision="bf16", calibration="auto",
+                              sets=(("isl", "467"), ("osl", "16")))).sheet
+    assert sheet.magnitude("admitted_batch") == pytest.approx(8192 * 16 / 483)
+    capacity = sheet.magnitude("capacity_batch")
+    assert capacity > 1000
+    at = sheet.evaluate_columns({"concurrency": np.array([capacity, 271.0])}, 2,
+                                only=["throughput", "running_batch"])
+    assert np.asarray(at["running_batch"], dtype=float)[0] == pytest.approx(8192 * 16 / 483)
+    tput = in_unit(sheet, at, "throughput", "token/s")
+    assert tput[0] == pytest.approx(tput[1], rel=0.05)  # the queue adds no throughput
 
 
 def test_a_fit_holds_paced_runs_against_their_open_loop_throughput(online) -> None:

@@ -69,33 +69,22 @@ def evaluate_runs(sheet: Sheet, columns: Mapping[str, np.ndarray], n: int,
     return sheet.evaluate_columns(columns, n)
 
 
-#: The batches a paced run's capacity is sought at: capacity_batch times each of these
-#: (at least 1): halving it down to 1/128
-CAPACITY_FRACTIONS = tuple(2.0 ** -k for k in range(8))
-
-
 def _saturated(sheet: Sheet, columns: Mapping[str, np.ndarray], n: int,
                paced: np.ndarray) -> np.ndarray:
-    """The most output tokens/s the sheet's throughput gives the paced rows at any batch
-    capacity_batch × CAPACITY_FRACTIONS (NaN elsewhere): the replica's capacity. The sheet's
-    steady state is not monotone in the batch where a step's prompt tokens outgrow its
-    budget (max_num_batched_tokens, not a cap in the step model), so its figure at
-    capacity_batch alone can fall below what a smaller batch serves."""
+    """The sheet's throughput (output tokens/s) of the paced rows at their capacity_batch, the
+    largest batch the replica runs with requests always waiting (NaN elsewhere, and where no
+    request fits): its capacity. Its running batch is then what the scheduler admits
+    (realistic.toml admitted_batch: max_num_seqs and what the step's token budget sustains),
+    the rest queue."""
     rows = {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))[paced]
             for name, v in columns.items()}
-    m, k = int(paced.sum()), len(CAPACITY_FRACTIONS)
+    m = int(paced.sum())
     batch = np.asarray(sheet.evaluate_columns(rows, m, only=["capacity_batch"])
                        ["capacity_batch"], dtype=float)
-    grid = {name: np.tile(v, k) for name, v in rows.items()}
-    tried = np.maximum(np.floor(np.outer(CAPACITY_FRACTIONS, batch)), 1.0).ravel()
-    grid["concurrency"] = np.where(np.tile(batch, k) >= 1, tried, math.nan)
-    values = sheet.evaluate_columns(grid, m * k, only=["throughput"])
-    best = in_unit(sheet, values, "throughput", "token/s").reshape(k, m)
+    rows["concurrency"] = np.where(batch >= 1, batch, math.nan)
+    values = sheet.evaluate_columns(rows, m, only=["throughput"])
     out = np.full(n, math.nan)
-    with np.errstate(all="ignore"):
-        out[paced] = np.where(np.isfinite(best).any(axis=0),
-                              np.nanmax(np.where(np.isfinite(best), best, -np.inf), axis=0),
-                              math.nan)
+    out[paced] = in_unit(sheet, values, "throughput", "token/s")
     return out
 
 
