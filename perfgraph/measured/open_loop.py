@@ -127,6 +127,6 @@ def saturated_note(values: Mapping[str, np.ndarray], i: int) -> str | None:
     offered = float(np.asarray(values["served_output_rate"])[i])
     capacity = float(np.asarray(values["saturated_throughput"])[i])
     return (f"saturated: the offered λ × OSL = {offered:.4g} tok/s exceeds the {capacity:.4g} "
-            "tok/s the replica serves at best with up to capacity_batch requests "
-            "(saturated_throughput), so its throughput is held against that capacity, and "
-            "its queue grows for as long as the run lasts")
+            "tok/s the replica serves at capacity (saturated_throughput: capacity_batch "
+            "held, admitted_batch of them running), so its throughput is held against that "
+            "capacity, and its queue grows for as long as the run lasts")
