@@ -59,6 +59,7 @@ from perfgraph.measured.open_loop import (  # noqa: F401 (MODEL_CELL re-exported
     throughput_cell,
 )
 from perfgraph.measured.percentiles import Percentiles, Sheets, percentiles_for
+from perfgraph.measured.run_arrivals import set_setup
 from perfgraph.measured.setup import Baseline, RunSetup, setup_run
 from perfgraph.measured.setup import at_capacity as at_capacity
 from perfgraph.measured.setup import config_columns as config_columns
@@ -331,8 +332,7 @@ def _why(sheet: Sheet, setup: RunSetup, cell: str) -> str:
     """Why the model has no value for ``cell`` at this run's configuration."""
     fork = sheet.fork()
     try:
-        for name, column in config_columns([setup]).items():
-            fork.set(name, float(column[0]))
+        set_setup(fork, setup)
     except PerfgraphError as exc:
         return f"the model refuses this configuration: {exc}"
     error = fork.error(cell)

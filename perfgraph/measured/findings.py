@@ -22,7 +22,7 @@ from perfgraph.engine.units import unit
 from perfgraph.errors import PerfgraphError
 from perfgraph.measured.adapters import MeasuredRun
 from perfgraph.measured.open_loop import arrival_slack
-from perfgraph.measured.run_arrivals import config_columns
+from perfgraph.measured.run_arrivals import set_setup
 from perfgraph.whatif import lever_advice as levers
 
 if TYPE_CHECKING:
@@ -182,13 +182,11 @@ def _pct(x: float | None) -> str:
 
 
 def model_levers(sheet: Sheet, setup: RunSetup, mbu: float | None) -> list[Finding]:
-    """``perfgraph.whatif.lever_advice``' advice for the run's configuration (its setup as
-    ``config_columns`` maps it to cells, a paced run's rate and a burst's count too), its MBU
-    pinned."""
+    """``perfgraph.whatif.lever_advice``' advice for the run's configuration (``set_setup``:
+    a paced run's rate and a burst's count too), its MBU pinned."""
     fork = sheet.fork()
     try:
-        for name, column in config_columns([setup]).items():
-            fork.set(name, float(column[0]))
+        set_setup(fork, setup)
         if mbu is not None:
             fork.set("mbu", mbu / unit(fork.declaration("mbu").unit).factor)
         advice = levers.diagnose(fork)

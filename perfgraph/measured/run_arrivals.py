@@ -79,6 +79,13 @@ def config_columns(setups: Sequence[RunSetup]) -> dict[str, np.ndarray]:
     return columns
 
 
+def set_setup(sheet: Sheet, setup: RunSetup) -> None:
+    """Set one run's serving inputs (``config_columns``) on ``sheet``, a fork; raises the
+    sheet's PerfgraphError for a value it refuses."""
+    for name, column in config_columns([setup]).items():
+        sheet.set(name, float(column[0]))
+
+
 def at_capacity(sheet: Sheet, setups: Sequence[RunSetup]) -> list[RunSetup]:
     """The setups, each maximum-load run's concurrency the sheet's ``capacity_batch`` at its
     own TP and lengths (the largest batch its engine holds; NaN where nothing fits)."""
